@@ -1,0 +1,1 @@
+"""Subcommands of ``sipperf``: one module each, each with ``register(subparsers)``."""
