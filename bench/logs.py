@@ -1,0 +1,63 @@
+"""Benchmark: a 6 M-message thesis-format log -> timeline + components (issue 3 item 5).
+
+Generates a SYNTHETIC log (sipperf.ingest.thesis_log.synthetic_timeline, 1 M calls = 6 M
+messages = 12 M lines, seed 1) in /tmp (not committed), then times, in a fresh subprocess per
+run so peak RSS is per run, ``read_thesis_log`` + ``components.derive`` + ``components.summary``.
+Prints the median seconds, messages/s and peak RSS (MB) over several runs.
+
+    python bench/logs.py [--calls 1000000] [--runs 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, resource, sys, time
+from sipperf.ingest.thesis_log import read_thesis_log
+from sipperf import components
+t = time.perf_counter()
+tl, rep = read_thesis_log(sys.argv[1], progress=False)
+t_read = time.perf_counter() - t
+comp = components.derive(tl)
+summ = components.summary(tl)
+dt = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "read_s": t_read, "messages": len(tl),
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--path", default=None)
+    a = ap.parse_args()
+    path = a.path or f"/tmp/sipperf_bench_thesis_{a.calls}.log"
+    if not os.path.exists(path):
+        from sipperf.ingest.thesis_log import synthetic_timeline, write_thesis_log
+        t = time.perf_counter()
+        tl = synthetic_timeline(a.calls, seed=1)
+        write_thesis_log(tl, path, label=f"SYNTHETIC: bench/logs.py synthetic_timeline({a.calls}, seed=1)")
+        del tl
+        print(f"generated {path} ({os.path.getsize(path) / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s")
+    res = []
+    for _ in range(a.runs):
+        out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True, check=True)
+        res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    sec = statistics.median(r["seconds"] for r in res)
+    rd = statistics.median(r["read_s"] for r in res)
+    mb = statistics.median(r["peak_mb"] for r in res)
+    n = res[0]["messages"]
+    print(f"thesis log {a.calls * 6:,} messages ({os.path.getsize(path) / 1e9:.2f} GB), median of {a.runs} runs:")
+    print(f"  read+derive+summary {sec:.2f} s (read {rd:.2f} s), {n / sec:,.0f} messages/s, peak RSS {mb:.0f} MB")
+    print(f"  goal: <= 10 s and <= 2048 MB -> {'met' if sec <= 10 and mb <= 2048 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

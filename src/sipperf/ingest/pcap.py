@@ -1,0 +1,45 @@
+"""Captures -> timeline: ``read_pcap(path, proxy=None, engine="bulk"|"pyshark")``.
+
+The packet table comes from the bulk byte-level reader (:mod:`.pcapfast`, default, >100k
+packets/s) or from pyshark (:mod:`.pcap_pyshark`, Wireshark's dissectors, slow); both give
+identical records.  :func:`.pairing.pair_at_proxy` turns it into the timeline with ``t_arr``
+(ingress copy at the proxy) and ``t_dep`` (egress copy).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..timeline import IngestReport
+from . import pcap_pyshark, pcapfast
+from .pairing import pair_at_proxy
+
+ENGINES = ("bulk", "pyshark")
+
+
+def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated: str = "raise"
+                 ) -> tuple[pd.DataFrame, IngestReport]:
+    """The per-message packet table of a capture (columns :data:`pcapfast.COLUMNS`)."""
+    if engine == "bulk":
+        return pcapfast.read_packets(path, on_truncated=on_truncated)
+    if engine == "pyshark":
+        return pcap_pyshark.read_packets(path, on_truncated=on_truncated)
+    raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+
+
+def read_pcap(path: str | os.PathLike, proxy=None, engine: str = "bulk", *,
+              on_truncated: str = "raise") -> tuple[pd.DataFrame, IngestReport]:
+    """Timeline of the SIP messages through the proxy in a pcap/pcapng capture.
+
+    ``proxy``: ``"ip:port"`` (IPv6 as ``"[::1]:5060"``) or ``(ip, port)``; found from the
+    traffic when ``None``.  The report accounts for packets (read = packets in the file);
+    the pairing's account is in its notes.
+    """
+    packets, report = read_packets(path, engine, on_truncated=on_truncated)
+    timeline, prep = pair_at_proxy(packets, proxy, run_id=Path(path).stem)
+    report.messages = len(timeline)
+    report.notes.append(f"pairing: {prep}")
+    report.notes.extend(prep.notes)
+    return timeline, report.check()

@@ -1,0 +1,124 @@
+"""SIP message parsing helpers for the byte-level capture reader (RFC 3261 §7, §20).
+
+Only what the timeline needs: the start line (request method or response status), Call-ID
+(long form or compact ``i:``), CSeq number and method, the top Via's ``branch`` (``Via`` or
+compact ``v:``), and the message length as framed by Content-Length (compact ``l:``).
+Header names are case-insensitive; values are stripped of surrounding whitespace.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# one regex pass over the header block finds every header we need (names case-insensitive)
+_HDR = re.compile(
+    rb"^(call-id|i|cseq|via|v|content-length|l)[ \t]*:[ \t]*([^\r\n]*)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_BRANCH = re.compile(rb";[ \t]*branch[ \t]*=[ \t]*([^;, \t\r\n]+)", re.IGNORECASE)
+_REQ_LINE = re.compile(rb"^([A-Za-z]+) [^ \r\n]+ SIP/2\.0\r?$")
+_STATUS_LINE = re.compile(rb"^SIP/2\.0 ([1-6][0-9][0-9])(?: |\r?$)")
+_CANON = {b"i": "call_id", b"call-id": "call_id", b"cseq": "cseq", b"v": "via", b"via": "via",
+          b"l": "clen", b"content-length": "clen"}
+
+
+class SipFields(NamedTuple):
+    """The per-message fields of the packet table (``None`` where absent)."""
+
+    method: str | None
+    status: int | None
+    call_id: str | None
+    cseq: int | None
+    cseq_method: str | None
+    via_branch: str | None
+    content_length: int | None
+    header_len: int  # bytes up to and including the blank line
+
+
+def looks_like_sip(payload: bytes) -> bool:
+    """True when ``payload`` starts with a SIP request line or a SIP/2.0 status line."""
+    eol = payload.find(b"\n", 0, 512)
+    line = payload[:eol] if eol >= 0 else payload[:512]
+    return bool(_STATUS_LINE.match(line) or _REQ_LINE.match(line))
+
+
+def header_end(buf: bytes | bytearray, start: int = 0) -> int:
+    """Index just past the blank line ending the header block, or -1 if not yet complete."""
+    i = buf.find(b"\r\n\r\n", start)
+    if i >= 0:
+        return i + 4
+    i = buf.find(b"\n\n", start)
+    return i + 2 if i >= 0 else -1
+
+
+_CALL_ID = re.compile(rb"\n(?:call-id|i)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_CSEQ_ANY = re.compile(rb"\ncseq[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_VIA = re.compile(rb"\n(?:via|v)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_CLEN = re.compile(rb"\n(?:content-length|l)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+
+
+def _header(head: bytes, low: bytes, names: tuple[bytes, ...], rx: re.Pattern) -> bytes | None:
+    """Value of the first header called any of ``names`` (lower-case, with ``\\n`` and ``:``)."""
+    best = -1
+    for n in names:
+        i = low.find(n)
+        if i >= 0 and (best < 0 or i < best):
+            best = i + len(n)
+    if best < 0:  # unusual spacing ("Call-ID :"): the slow, general way
+        m = rx.search(head)
+        return m.group(1).strip() if m else None
+    e = head.find(b"\n", best)
+    return head[best:e if e >= 0 else len(head)].strip()
+
+
+def parse_message(msg: bytes) -> SipFields | None:
+    """Parse one SIP message (start line, headers, optional body); ``None`` if not SIP."""
+    hend = msg.find(b"\r\n\r\n")
+    if hend >= 0:
+        hend += 4
+    else:
+        hend = header_end(msg)
+    head = msg if hend < 0 else msg[:hend]
+    eol = head.find(b"\n")
+    line = head[:eol] if eol >= 0 else head
+    method = status = None
+    if line[:8] == b"SIP/2.0 ":
+        m = _STATUS_LINE.match(line)
+        if not m:
+            return None
+        status = int(m.group(1))
+    else:
+        m = _REQ_LINE.match(line)
+        if not m:
+            return None
+        method = m.group(1).decode("ascii")
+    low = head.lower()
+    v = _header(head, low, (b"\ncall-id:", b"\ni:"), _CALL_ID)
+    call_id = v.decode("utf-8", "replace") if v is not None else None
+    v = _header(head, low, (b"\ncseq:",), _CSEQ_ANY)
+    cseq = cseq_method = None
+    if v is not None:
+        parts = v.split()
+        if parts and parts[0].isdigit():
+            cseq = int(parts[0])
+        if len(parts) > 1:
+            cseq_method = parts[1].decode("ascii", "replace")
+    v = _header(head, low, (b"\nvia:", b"\nv:"), _VIA)
+    branch = None
+    if v is not None:
+        b = _BRANCH.search(v.split(b",", 1)[0])
+        if b:
+            branch = b.group(1).decode("ascii", "replace")
+    v = _header(head, low, (b"\ncontent-length:", b"\nl:"), _CLEN)
+    clen = int(v) if v is not None and v.isdigit() else None
+    return SipFields(method, status, call_id, cseq, cseq_method, branch, clen,
+                     hend if hend >= 0 else len(msg))
+
+
+def content_length(head: bytes) -> int | None:
+    """Content-Length (or ``l:``) of a header block, ``None`` when absent or malformed."""
+    for name, value in _HDR.findall(head):
+        if name.lower() in (b"l", b"content-length"):
+            v = value.strip()
+            return int(v) if v.isdigit() else None
+    return None

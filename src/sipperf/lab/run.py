@@ -1,0 +1,225 @@
+"""One lab run: proxy + UAS + capture + tracer + UAC on loopback, bounded, stopped by pid.
+
+``run_lab(LabConfig(...), out_dir)`` writes a run directory::
+
+    meta.json           versions, kernel, CPU, knobs, rates, scheduler policy, UDP counters,
+                        clock offset, load, what was skipped and why
+    kamailio.cfg        the rendered proxy config;  proxy.log  its stderr (the SIPPERF xlog lines)
+    capture.pcapng      dumpcap on lo, "udp port <proxy port>"
+    tracer.bt           the rendered bpftrace program;  trace.log  its records
+    uac_stats.csv ...   SIPp's statistics, screens and error logs (poisson_offsets.csv)
+
+:func:`sipperf.ingest.lab_run.read_run` joins it into one timeline.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sipperf.lab import capture, kamailio, meta, sipp, tracer
+from sipperf.lab.netutil import port_in_use, snmp_udp, wait_udp_bound
+from sipperf.lab.procs import ProcessGroup
+
+SCHED_POLICIES = ("default", "fifo", "pinned")
+TRACER_MODES = ("map", "print", "hist", "none")
+
+
+@dataclass
+class LabConfig:
+    """Everything that defines a run (stored in meta.json as ``config``)."""
+
+    rate_cps: float = 20.0
+    calls: int = 200
+    workers: int = 1
+    arrivals: str = "deterministic"     #: "deterministic" (SIPp -r) or "poisson"
+    sched: str = "default"              #: "default", "fifo" (SCHED_FIFO proxy), "pinned"
+    tracer: str = "map"                 #: "map", "print", "hist" or "none"
+    tracer_cpu: int | None = None       #: pin bpftrace to this CPU (pinned policy: load_cpu)
+    hold_ms: int = 250
+    seed: int = 1
+    proxy_port: int = 5060
+    uas_port: int = 5080
+    uac_port: int = 5061
+    addr: str = "127.0.0.1"
+    fifo_priority: int = 50
+    proxy_cpu: int = 0                  #: the proxy's CPU under the pinned policy
+    load_cpu: int = 1                   #: SIPp, dumpcap and the tracer under the pinned policy
+    max_seconds: float = 300.0          #: hard bound on the load phase
+
+    def validate(self) -> None:
+        if self.arrivals not in ("deterministic", "poisson"):
+            raise ValueError(f"arrivals must be deterministic or poisson, not {self.arrivals!r}")
+        if self.sched not in SCHED_POLICIES:
+            raise ValueError(f"sched must be one of {SCHED_POLICIES}, not {self.sched!r}")
+        if self.tracer not in TRACER_MODES:
+            raise ValueError(f"tracer must be one of {TRACER_MODES}, not {self.tracer!r}")
+        if not (0 < self.rate_cps <= 20000):
+            raise ValueError("rate must be in (0, 20000] calls/s")
+        if not (1 <= self.calls <= 200000):
+            raise ValueError("calls must be in [1, 200000]")
+        if not (1 <= self.workers <= 64):
+            raise ValueError("workers must be in [1, 64]")
+        if len({self.proxy_port, self.uas_port, self.uac_port}) != 3:
+            raise ValueError("proxy, UAS and UAC ports must differ")
+
+    @property
+    def expected_seconds(self) -> float:
+        return self.calls / self.rate_cps + self.hold_ms / 1000.0
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _prefixes(cfg: LabConfig) -> tuple[list[str], list[str]]:
+    """Command prefixes (proxy, load generators) that apply the scheduler policy."""
+    ncpu = os.cpu_count() or 1
+    if cfg.sched == "fifo":
+        return ["chrt", "-f", str(cfg.fifo_priority)], []
+    if cfg.sched == "pinned":
+        if ncpu < 2:
+            return ["taskset", "-c", str(cfg.proxy_cpu)], ["taskset", "-c", str(cfg.proxy_cpu)]
+        return ["taskset", "-c", str(cfg.proxy_cpu)], ["taskset", "-c", str(cfg.load_cpu)]
+    return [], []
+
+
+def _policy_of(pid: int) -> dict:
+    d: dict = {"pid": pid}
+    try:
+        d["policy"] = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH",
+                       5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}.get(os.sched_getscheduler(pid), "?")
+        d["priority"] = os.sched_getparam(pid).sched_priority
+        d["affinity"] = sorted(os.sched_getaffinity(pid))
+    except OSError as e:
+        d["error"] = e.strerror
+    return d
+
+
+def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
+    """Run one bounded lab experiment into ``out_dir`` (created; must be empty) and return it."""
+    cfg.validate()
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"{out} is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    for tool, mod in (("kamailio", kamailio), ("sipp", sipp), ("dumpcap", capture)):
+        if not mod.binary():
+            raise RuntimeError(f"{tool} not installed; the lab needs kamailio, sip-tester and tshark")
+    for port in (cfg.proxy_port, cfg.uas_port, cfg.uac_port):
+        if port_in_use(cfg.addr, port):
+            raise RuntimeError(f"udp {cfg.addr}:{port} is already in use (another lab running?)")
+
+    skipped: dict[str, str] = {}
+    m: dict = {
+        "source": "lab",
+        "config": asdict(cfg),
+        "rates": {"offered_cps": cfg.rate_cps, "calls": cfg.calls, "arrivals": cfg.arrivals,
+                  "expected_seconds": round(cfg.expected_seconds, 3)},
+        "proxy": {"addr": cfg.addr, "port": cfg.proxy_port, "workers": cfg.workers},
+        "uas": {"addr": cfg.addr, "port": cfg.uas_port},
+        "uac": {"addr": cfg.addr, "port": cfg.uac_port},
+        "start_utc": _now(),
+        "versions": meta.versions(),
+        "cpu": meta.cpu(),
+        "root": os.geteuid() == 0,
+        "sched": {"policy": cfg.sched, "knobs": meta.sched_knobs()},
+        "net_sysctls": meta.net_sysctls(),
+        "load_before": {"loadavg": meta.loadavg(), "top": meta.top_processes()},
+        "arrivals_method": ("SIPp -r (evenly spaced)" if cfg.arrivals == "deterministic" else
+                            "uac_poisson.xml: all calls start at once (-users N), call k pauses "
+                            "offset[k] ms (cumsum of Exp(1000/rate) gaps, seed) read by -inf"),
+    }
+    tracer_mode = cfg.tracer
+    if tracer_mode != "none":
+        ok, why = tracer.can_trace()
+        if not ok:
+            skipped["tracer"] = why
+            tracer_mode = "none"
+        else:
+            m["tracefs"] = why
+    else:
+        skipped["tracer"] = "disabled (--tracer none)"
+    if cfg.sched == "fifo" and os.geteuid() != 0:
+        raise RuntimeError("SCHED_FIFO needs root (chrt)")
+    m["tracer"] = {"mode": tracer_mode}
+
+    proxy_prefix, load_prefix = _prefixes(cfg)
+    tracer_cpu = cfg.tracer_cpu
+    if tracer_cpu is None and cfg.sched == "pinned" and (os.cpu_count() or 1) > 1:
+        tracer_cpu = cfg.load_cpu
+    pcfg = kamailio.ProxyConfig(workers=cfg.workers, addr=cfg.addr, port=cfg.proxy_port,
+                                uas_addr=cfg.addr, uas_port=cfg.uas_port)
+    lcfg = sipp.LoadConfig(rate_cps=cfg.rate_cps, calls=cfg.calls, arrivals=cfg.arrivals,
+                           hold_ms=cfg.hold_ms, seed=cfg.seed, uac_addr=cfg.addr,
+                           uac_port=cfg.uac_port, uas_addr=cfg.addr, uas_port=cfg.uas_port)
+    bound_s = min(cfg.max_seconds, cfg.expected_seconds * 1.5 + 40.0)
+    with ProcessGroup(out) as group:
+        cap = capture.start(group, out, cfg.proxy_port, prefix=load_prefix)
+        log(f"capture pid {cap.pid}")
+        proxy = kamailio.start(group, pcfg, out, prefix=proxy_prefix)
+        kpids = kamailio.pids(proxy)
+        table = kamailio.process_table(out)
+        m["proxy"].update({"pid": proxy.pid, "pids": kpids, "processes": table,
+                           "receivers": kamailio.receiver_pids(table),
+                           "sched": [_policy_of(p) for p in kpids],
+                           "socket": meta.socket_memory(cfg.proxy_port)})
+        log(f"kamailio pid {proxy.pid} children {kpids[1:]}")
+        if tracer_mode != "none":
+            tr = tracer.start(group, out, tracer_mode, cfg.proxy_port, kpids, cpu=tracer_cpu,
+                              map_entries=max(32768, int(cfg.calls * 18)))
+            m["tracer"].update({"pid": tr.pid, "cpu": tracer_cpu})
+            log(f"tracer pid {tr.pid} ({tracer_mode})")
+        uas = group.start("uas", [*load_prefix, *sipp.uas_argv(lcfg)], log="uas.out")
+        if not wait_udp_bound(cfg.addr, cfg.uas_port, 10):
+            raise RuntimeError("the SIPp UAS did not bind its port")
+        m["clock_before"] = meta.clock_offset_ns()
+        m["udp_snmp_before"] = snmp_udp()
+        ct0 = meta.cpu_times()
+        m["load_start_utc"] = _now()
+        t0 = time.monotonic()
+        uac = group.start("uac", [*load_prefix, *sipp.uac_argv(lcfg, cfg.addr, cfg.proxy_port, out,
+                                                                 timeout_s=bound_s)], log="uac.out")
+        log(f"uac pid {uac.pid}: {cfg.calls} calls at {cfg.rate_cps:g} cps ({cfg.arrivals}), "
+            f"bound {bound_s:.0f} s")
+        timed_out = False
+        while uac.popen.poll() is None:
+            if time.monotonic() - t0 > bound_s + 5:
+                timed_out = True
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)   # let the last replies cross the proxy
+        m["load_stop_utc"] = _now()
+        m["load_seconds"] = round(time.monotonic() - t0, 3)
+        m["udp_snmp_after"] = snmp_udp()
+        ct1 = meta.cpu_times()
+        m["cpu_busy_during_load"] = meta.busy_fraction(ct0, ct1)
+        m["load_after"] = {"loadavg": meta.loadavg(), "top": meta.top_processes()}
+        m["clock_after"] = meta.clock_offset_ns()
+        m["uac_timed_out"] = timed_out
+        stops = {}
+        for name in ("uac", "tracer", "uas", "kamailio", "capture"):
+            for p in group.procs:
+                if p.name == name:
+                    stops[name] = group.stop(p, timeout_s=180.0 if name == "tracer" else 10.0)
+        m["stopped"] = stops
+    before, after = m["udp_snmp_before"], m["udp_snmp_after"]
+    m["udp_snmp_delta"] = {k: after[k] - before.get(k, 0) for k in after}
+    m["sipp_stats"] = sipp.read_stats(out)
+    m["capture_stats"] = capture.stats(out)
+    if tracer_mode != "none":
+        m["tracer"]["lost_events"] = tracer.lost_events(out)
+    m["skipped"] = skipped
+    m["stop_utc"] = _now()
+    (out / "meta.json").write_text(json.dumps(m, indent=2, default=str))
+    for junk in ("kamailio_ctl.sock",):
+        try:
+            (out / junk).unlink()
+        except OSError:
+            pass
+    return out

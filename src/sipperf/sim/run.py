@@ -1,0 +1,183 @@
+"""``simulate(params, seed) -> (timeline, stats)``: one seeded run of the kernel-path model.
+
+The timeline is in the schema of :mod:`sipperf.timeline` (int64 ns since ``epoch_ns``), one row
+per message that reached the proxy; dropped messages have ``t_arr``/``t_stack`` only,
+``dropped=True`` and ``drop_reason="rcvbuf full"`` (the kernel's RcvErrors, §6.2).
+Extra columns: ``worker``-free by design; ``n_live`` (live calls when service started).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sipperf.sim.kernel_path import DROPPED, SERVED, KernelPath
+from sipperf.sim.params import TYPES, SimParams
+from sipperf.sim.workload import draw
+from sipperf.timeline import make_timeline
+
+DROP_REASON = "rcvbuf full"
+UAC, PROXY, UAS = "192.0.2.1:5061", "192.0.2.2:5060", "192.0.2.3:5062"
+
+
+def batch_means(x: np.ndarray, n_batches: int = 20, level: float = 0.95) -> tuple[float, float]:
+    """Mean and CI half-width by the method of batch means (thesis §4.2: 95 % CI)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) < 2 * n_batches:
+        return float(np.mean(x)) if len(x) else float("nan"), float("nan")
+    b = len(x) // n_batches
+    means = x[: b * n_batches].reshape(n_batches, b).mean(axis=1)
+    hw = stats.t.ppf(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / np.sqrt(n_batches)
+    return float(means.mean()), float(hw)
+
+
+def run_core(p: SimParams, seed: int) -> tuple[KernelPath, float]:
+    """Run the model; returns the finished engine and the wall-clock seconds of the event loop."""
+    rng = np.random.default_rng(seed)
+    wl = draw(p.workload, p.service, rng)
+    kp = KernelPath(p, wl)
+    t = time.perf_counter()
+    kp.run()
+    return kp, time.perf_counter() - t
+
+
+def _instants(kp: KernelPath) -> dict[str, np.ndarray]:
+    """Place the five service thresholds of every served message on the wall clock (us)."""
+    p = kp.p
+    s = p.service
+    wl = kp.wl
+    mt = wl.mtype
+    u = wl.u
+    t_start = np.asarray(kp.t_start)
+    nl = np.asarray(kp.nlive, dtype=float)
+    ks = u * kp.alpha * np.asarray(s.ks_base_us)[mt]
+    cp = u * s.k_copy_us
+    tsip = u * np.asarray(s.t_sip_us)[mt] * (1.0 + s.t_sip_growth_per_call * nl)
+    t1 = tsip * s.t_sip1_share
+    t2 = tsip - t1
+    snd = u * np.asarray(s.k_snd_us)[mt]
+    cum = np.cumsum(np.stack([ks, cp, t1, t2, snd]), axis=0)  # (5, n) work thresholds
+    out = t_start[None, :] + cum
+    for m, seg in kp.segs.items():
+        st = np.array([a for a, _ in seg])
+        dn = np.array([d for _, d in seg])
+        w = cum[:, m]
+        i = np.clip(np.searchsorted(dn, w, side="left") - 1, 0, len(seg) - 1)
+        out[:, m] = st[i] + (w - dn[i])
+    t_dep = np.asarray(kp.t_dep)
+    out[4] = np.where(np.isfinite(t_dep), t_dep, out[4])
+    out = np.minimum(out, out[4][None, :])
+    return {"t_sockq": out[0], "t_sip_in": out[1], "t_sip_c": out[2], "t_sip_out": out[3], "t_dep": out[4],
+            "k_sockq_s": ks}
+
+
+def _ns(x_us: np.ndarray, mask: np.ndarray, epoch_ns: int) -> pd.arrays.IntegerArray:
+    v = np.where(mask, np.round(np.nan_to_num(x_us) * 1000.0), 0).astype(np.int64) + epoch_ns
+    return pd.arrays.IntegerArray(v, ~mask)
+
+
+def to_timeline(kp: KernelPath, epoch_ns: int = 0) -> pd.DataFrame:
+    """The schema-conforming timeline of one run (rows in message-index order)."""
+    wl = kp.wl
+    oc = np.frombuffer(bytes(kp.outcome), dtype=np.uint8)
+    sent = (oc == SERVED) | (oc == DROPPED)
+    idx = np.flatnonzero(sent)
+    served = (oc == SERVED)[idx]
+    mt = wl.mtype[idx]
+    ins = _instants(kp)
+    t_stack = np.asarray(kp.t_stack)[idx]
+    t_arr = t_stack - np.asarray(kp.p.service.k_stack_us)[mt]
+    call = idx // 6 if kp.sip else idx
+    types = np.asarray(TYPES, dtype=object)[mt]
+    is_req = np.isin(mt, (0, 3, 4))
+    kind = np.where(is_req, "request", "response")
+    method = np.where(is_req, types, None)
+    status = np.select([mt == 1, (mt == 2) | (mt == 5)], [180, 200], -1)
+    cseq = np.where(mt >= 4, 2, 1)
+    cseq_method = np.where(mt >= 4, "BYE", "INVITE")
+    cseq_method = np.where(mt == 3, "ACK", cseq_method)
+    all_true = np.ones(len(idx), bool)
+    data = {
+        "run_id": np.full(len(idx), kp.p.run_id, dtype=object),
+        "call_id": np.char.add("sim-", call.astype(str)).astype(object),
+        "cseq": cseq,
+        "cseq_method": cseq_method.astype(object),
+        "kind": kind.astype(object),
+        "method": method,
+        "status": pd.arrays.IntegerArray(np.maximum(status, 0), status < 0),
+        "msg_type": types,
+        "src": np.where(is_req, UAC, UAS).astype(object),
+        "dst": np.full(len(idx), PROXY, dtype=object),
+        "size": np.asarray(kp.p.service.size_b)[mt],
+        "t_arr": _ns(t_arr, all_true, epoch_ns),
+        "t_stack": _ns(t_stack, all_true, epoch_ns),
+    }
+    for name in ("t_sockq", "t_sip_in", "t_sip_c", "t_sip_out", "t_dep"):
+        data[name] = _ns(ins[name][idx], served, epoch_ns)
+    data["dropped"] = pd.arrays.BooleanArray(~served, np.zeros(len(idx), bool))
+    data["drop_reason"] = np.where(served, None, DROP_REASON)
+    data["n_live"] = np.asarray(kp.nlive)[idx]
+    return make_timeline(pd.DataFrame(data))
+
+
+def stats_of(kp: KernelPath, loop_s: float, warmup: float = 0.02) -> dict[str, Any]:
+    """Summary of one run: drops, waiting time K^w with a batch-means CI, service, speed."""
+    oc = np.frombuffer(bytes(kp.outcome), dtype=np.uint8)
+    sent = (oc == SERVED) | (oc == DROPPED)
+    idx = np.flatnonzero(sent)
+    t_stack = np.asarray(kp.t_stack)[idx]
+    order = idx[np.argsort(t_stack, kind="stable")]
+    skip = int(len(order) * warmup)
+    order = order[skip:]
+    served = oc[order] == SERVED
+    ins = _instants(kp)
+    ts = np.asarray(kp.t_stack)
+    srv = order[served]
+    # K^w = K_sockq - K^s_sockq = time from enqueue to the thread starting on the packet
+    kw = ins["t_sockq"][srv] - ts[srv] - ins["k_sockq_s"][srv]
+    tsip = ins["t_sip_out"][srv] - ins["t_sip_in"][srv]
+    krcv = ins["t_sip_in"][srv] - (ts[srv] - np.asarray(kp.p.service.k_stack_us)[kp.wl.mtype[srv]])
+    w_mean, w_hw = batch_means(kw)
+    d_mean, d_hw = batch_means((~served).astype(float))
+    n_sent = int(sent.sum())
+    n_drop = int((oc == DROPPED).sum())
+    dur_us = float(np.nanmax(np.asarray(kp.t_dep))) if np.isfinite(np.asarray(kp.t_dep)).any() else 0.0
+    busy = float(np.nansum(np.asarray(kp.t_dep) - np.asarray(kp.t_start)))
+    p = kp.p
+    return {
+        "rate_cps": p.workload.rate_cps, "calls": kp.wl.n_calls, "threads": p.kernel.threads,
+        "cores": p.kernel.cores, "sched_mode": p.sched.mode, "arrivals": p.workload.arrivals,
+        "offered_pps": p.offered_pps(), "alpha": kp.alpha,
+        "messages": n_sent, "served": n_sent - n_drop, "dropped": n_drop,
+        "drop_rate": n_drop / n_sent if n_sent else float("nan"),
+        "drop_rate_bm": d_mean, "drop_rate_ci": d_hw,
+        "calls_completed": int((oc[5::6] == SERVED).sum()) if kp.sip else None,
+        "w_us": w_mean, "w_ci_us": w_hw,
+        "k_rcv_us": float(np.mean(krcv)) if len(krcv) else float("nan"),
+        "t_sip_us": float(np.mean(tsip)) if len(tsip) else float("nan"),
+        "busy_frac": busy / dur_us / max(1, p.kernel.cores) if dur_us else float("nan"),
+        "max_queue": kp.max_q, "preemptions": kp.preemptions, "switches": kp.switches,
+        "migrations": kp.migrations, "events": kp.events, "loop_s": loop_s,
+        "events_per_s": kp.events / loop_s if loop_s > 0 else float("nan"),
+    }
+
+
+def simulate(params: SimParams, seed: int = 0, *, timeline: bool = True,
+             epoch_ns: int = 0) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    """Run the model once; returns ``(timeline, stats)`` (timeline None if ``timeline=False``)."""
+    p = params
+    if p.sched.model == "ideal":  # one core per thread, switches free: the M/M/c/K reference
+        from dataclasses import replace
+        p = replace(p, kernel=replace(p.kernel, cores=p.kernel.threads),
+                    sched=replace(p.sched, cs_us=0.0, cache_us_per_thread=0.0, migrate_us=0.0,
+                                  migrate_cross_us=0.0))
+    kp, loop_s = run_core(p, seed)
+    st = stats_of(kp, loop_s)
+    st["seed"] = seed
+    tl = to_timeline(kp, epoch_ns) if timeline else None
+    return tl, st

@@ -1,0 +1,103 @@
+"""The SIPp workload: call inter-arrival times and UAC/UAS reaction times, drawn up front.
+
+Thesis §4.1.2: the patched SIPp reads a file of inter-arrival times (one per line); here
+"poisson", "deterministic" or "file:PATH" (seconds, one per line, cycled if shorter than the
+run).  Each call produces INVITE, 180, 200, ACK, BYE, 200 through the proxy (Fig. 2.2);
+the follow-up messages are timed from the proxy's own departures (see kernel_path), so the
+packet stream at the proxy is the superposition the thesis describes, not a Poisson stream.
+All random numbers are drawn here, in numpy arrays, from one seeded generator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sipperf.sim.params import ServiceParams, WorkloadParams
+
+
+def read_iat_file(path: str | Path) -> np.ndarray:
+    """Inter-arrival times (seconds) from a SIPp ``-iat_file`` style file: one number per line."""
+    vals = []
+    for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+        s = line.split("#", 1)[0].strip()
+        if not s:
+            continue
+        try:
+            v = float(s)
+        except ValueError as e:
+            raise ValueError(f"{path}:{i}: not a number: {s!r}") from e
+        if v < 0:
+            raise ValueError(f"{path}:{i}: negative inter-arrival time {v}")
+        vals.append(v)
+    if not vals:
+        raise ValueError(f"{path}: no inter-arrival times")
+    return np.asarray(vals, dtype=float)
+
+
+def interarrivals_us(w: WorkloadParams, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` inter-arrival times in microseconds for the configured arrival process."""
+    if w.mode == "packets":
+        return rng.exponential(1e6 / w.packet_rate_pps, n)
+    mean_us = 1e6 / w.rate_cps
+    if w.arrivals == "poisson":
+        return rng.exponential(mean_us, n)
+    if w.arrivals == "deterministic":
+        return np.full(n, mean_us)
+    if w.arrivals.startswith("file:"):
+        iat = read_iat_file(w.arrivals[5:]) * 1e6
+        return np.resize(iat, n)
+    raise ValueError(f"unknown arrivals {w.arrivals!r} (poisson, deterministic, file:PATH)")
+
+
+def service_multipliers(s: ServiceParams, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Unit-mean multipliers of the service time X (one per message)."""
+    if s.dist == "exp":
+        return rng.exponential(1.0, n)
+    if s.dist == "det":
+        return np.ones(n)
+    if s.dist == "gamma":
+        if s.cv <= 0:
+            return np.ones(n)
+        k = 1.0 / s.cv ** 2
+        return rng.gamma(k, 1.0 / k, n)
+    raise ValueError(f"unknown service distribution {s.dist!r} (gamma, exp, det)")
+
+
+@dataclass
+class Workload:
+    """Pre-drawn randomness of one run (all times in microseconds)."""
+
+    n_calls: int
+    n_msgs: int
+    #: arrival instant of each call's INVITE (or of each packet, mode "packets")
+    t0_us: np.ndarray
+    #: message type 0..5 of each message index (mode "sip": index = 6 * call + type)
+    mtype: np.ndarray
+    u: np.ndarray
+    uas_react_us: np.ndarray
+    uas_gap_us: np.ndarray
+    uac_react_us: np.ndarray
+    uas_bye_react_us: np.ndarray
+
+
+def draw(w: WorkloadParams, s: ServiceParams, rng: np.random.Generator) -> Workload:
+    n = int(w.calls)
+    if n <= 0:
+        raise ValueError("calls must be positive")
+    t0 = np.cumsum(interarrivals_us(w, n, rng))
+    if w.mode == "packets":
+        m = n
+        mtype = rng.integers(0, 6, m).astype(np.int64)
+        z = np.zeros(0)
+        return Workload(n, m, t0, mtype, service_multipliers(s, m, rng), z, z, z, z)
+    m = 6 * n
+    mtype = np.tile(np.arange(6, dtype=np.int64), n)
+    u = service_multipliers(s, m, rng)
+
+    def ex(mean: float) -> np.ndarray:
+        return rng.exponential(mean, n) if mean > 0 else np.zeros(n)
+
+    return Workload(n, m, t0, mtype, u, ex(w.uas_react_us), ex(w.uas_gap_us), ex(w.uac_react_us),
+                    ex(w.uas_react_us))
