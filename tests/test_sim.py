@@ -137,3 +137,10 @@ def test_cli_simulate_writes_run_dir(tmp_path):
     tl = pd.read_parquet(out / "timeline.parquet")
     assert len(tl) == meta["stats"]["messages"] == 1800
     assert main(["simulate", "--rate", "0", "--calls", "3", "--out", str(out)]) == 2
+
+
+def test_alpha_agrees_with_the_models_package():
+    mg1 = pytest.importorskip("sipperf.models.mg1")
+    lam = np.linspace(0, 9000, 37)
+    np.testing.assert_allclose(alpha(lam), mg1.alpha(lam, "poisson"))
+    np.testing.assert_allclose(alpha(lam, "deterministic"), mg1.alpha(lam, "deterministic"))

@@ -71,6 +71,15 @@ def _header(head: bytes, low: bytes, names: tuple[bytes, ...], rx: re.Pattern) -
     return head[best:e if e >= 0 else len(head)].strip()
 
 
+def _first(low: bytes, long: bytes, short: bytes) -> int:
+    """Offset just past the first ``long`` or ``short`` header name (lower-case), or -1."""
+    i = low.find(long)
+    j = low.find(short, 0, i if i >= 0 else len(low))
+    if j >= 0:
+        return j + len(short)
+    return i + len(long) if i >= 0 else -1
+
+
 def parse_message(msg: bytes) -> SipFields | None:
     """Parse one SIP message (start line, headers, optional body); ``None`` if not SIP."""
     hend = msg.find(b"\r\n\r\n")
@@ -79,23 +88,29 @@ def parse_message(msg: bytes) -> SipFields | None:
     else:
         hend = header_end(msg)
     head = msg if hend < 0 else msg[:hend]
-    eol = head.find(b"\n")
-    line = head[:eol] if eol >= 0 else head
-    method = status = None
-    if line[:8] == b"SIP/2.0 ":
-        m = _STATUS_LINE.match(line)
-        if not m:
+    if head[:8] == b"SIP/2.0 ":
+        if not (head[8:11].isdigit() and head[11:12] in (b" ", b"\r", b"\n")):
             return None
-        status = int(m.group(1))
+        method, status = None, int(head[8:11])
     else:
-        m = _REQ_LINE.match(line)
-        if not m:
+        if not start_line_ok(head):
             return None
-        method = m.group(1).decode("ascii")
+        method, status = head[:head.find(b" ")].decode("ascii"), None
     low = head.lower()
-    v = _header(head, low, (b"\ncall-id:", b"\ni:"), _CALL_ID)
-    call_id = v.decode("utf-8", "replace") if v is not None else None
-    v = _header(head, low, (b"\ncseq:",), _CSEQ_ANY)
+    # Call-ID (compact i)
+    p = _first(low, b"\ncall-id:", b"\ni:")
+    if p >= 0:
+        call_id = head[p:head.find(b"\n", p)].strip().decode("utf-8", "replace")
+    else:
+        m = _CALL_ID.search(head)
+        call_id = m.group(1).strip().decode("utf-8", "replace") if m else None
+    # CSeq
+    p = low.find(b"\ncseq:")
+    if p >= 0:
+        v = head[p + 6:head.find(b"\n", p + 6)]
+    else:
+        m = _CSEQ_ANY.search(head)
+        v = m.group(1) if m else None
     cseq = cseq_method = None
     if v is not None:
         parts = v.split()
@@ -103,16 +118,41 @@ def parse_message(msg: bytes) -> SipFields | None:
             cseq = int(parts[0])
         if len(parts) > 1:
             cseq_method = parts[1].decode("ascii", "replace")
-    v = _header(head, low, (b"\nvia:", b"\nv:"), _VIA)
+    # top Via (compact v)
+    p = _first(low, b"\nvia:", b"\nv:")
+    if p >= 0:
+        v = head[p:head.find(b"\n", p)]
+    else:
+        m = _VIA.search(head)
+        v = m.group(1) if m else None
     branch = None
     if v is not None:
         b = _BRANCH.search(v.split(b",", 1)[0])
         if b:
             branch = b.group(1).decode("ascii", "replace")
-    v = _header(head, low, (b"\ncontent-length:", b"\nl:"), _CLEN)
+    # Content-Length (compact l)
+    p = _first(low, b"\ncontent-length:", b"\nl:")
+    if p >= 0:
+        v = head[p:head.find(b"\n", p)].strip()
+    else:
+        m = _CLEN.search(head)
+        v = m.group(1).strip() if m else None
     clen = int(v) if v is not None and v.isdigit() else None
     return SipFields(method, status, call_id, cseq, cseq_method, branch, clen,
                      hend if hend >= 0 else len(msg))
+
+
+def start_line_ok(msg: bytes) -> bool:
+    """Cheap check that ``msg`` starts with a SIP status line or request line."""
+    if msg[:8] == b"SIP/2.0 ":
+        return msg[8:11].isdigit() and msg[11:12] in (b" ", b"\r", b"\n")
+    eol = msg.find(b"\n", 0, 4096)
+    if eol < 0:
+        return False
+    line = msg[:eol - 1] if msg[eol - 1:eol] == b"\r" else msg[:eol]
+    if not line.endswith(b" SIP/2.0") or line.count(b" ") != 2:
+        return False
+    return line[:line.find(b" ")].isalpha()
 
 
 def content_length(head: bytes) -> int | None:
@@ -122,3 +162,4 @@ def content_length(head: bytes) -> int | None:
             v = value.strip()
             return int(v) if v.isdigit() else None
     return None
+
