@@ -46,3 +46,9 @@ def test_mgck_and_capacity_json(capsys):
 def test_bad_parameters_exit_2(capsys):
     assert main(["model", "mmck", "--c", "4", "--K", "2", "--lam", "1", "--service-us", "1"]) == 2
     assert "K must be" in capsys.readouterr().err
+
+
+def test_mmck_target_pdr(capsys):
+    rc, d = _run(capsys, ["model", "mmck", "--c", "1", "--K", "1", "--lam", "1", "--service-us", "1e6",
+                          "--target-pdr", "0.05"])
+    assert d["max_lam_for_target"] == pytest.approx(0.05 / 0.95, rel=1e-7)  # Erlang B(1, a) = a/(1+a)

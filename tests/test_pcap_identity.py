@@ -97,3 +97,80 @@ def test_null_linktype(tmp_path, name):
     _same(a, b)
     c, _ = pcap_pyshark.read_packets(out)
     _same(b, c)
+
+
+def _resegment(src: Path, dst: Path, mode: str) -> int:
+    """SYNTHETIC re-segmentation of the real TCP capture (Linux cooked v1, IPv4), written as a
+    classic pcap: ``split`` cuts every data segment in two (a SIP message across segments),
+    ``merge`` joins every two consecutive data segments of a flow into one (two SIP messages
+    in one segment).  IP checksums are zeroed (tshark does not verify them by default).
+    Returns the number of data segments changed."""
+    import mmap
+
+    def build(l2, ip, tcp, seq, payload):
+        ip = bytearray(ip)
+        ip[2:4] = struct.pack(">H", len(ip) + len(tcp) + len(payload))
+        ip[10:12] = b"\0\0"
+        tcp = bytearray(tcp)
+        tcp[4:8] = struct.pack(">I", seq & 0xFFFFFFFF)
+        return bytes(l2) + bytes(ip) + bytes(tcp) + payload
+
+    out_pkts: list[tuple[int, bytes]] = []
+    pending: dict[bytes, tuple] = {}
+    changed = 0
+    with open(src, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        rep = pcapfast.IngestReport(source="x")
+        for ts, link, data in pcapfast._iter_blocks(src, mm, rep, "raise"):
+            assert link == 113
+            ihl = (data[16] & 15) * 4
+            tot = struct.unpack(">H", data[18:20])[0]
+            t0 = 16 + ihl
+            thl = (data[t0 + 12] >> 4) * 4
+            l2, ip, tcp = data[:16], data[16:t0], data[t0:t0 + thl]
+            payload = data[t0 + thl:16 + tot]
+            seq = struct.unpack(">I", tcp[4:8])[0]
+            if not payload:
+                out_pkts.append((ts, data))
+                continue
+            if mode == "split":
+                k = len(payload) // 2
+                out_pkts.append((ts, build(l2, ip, tcp, seq, payload[:k])))
+                out_pkts.append((ts + 1, build(l2, ip, tcp, seq + k, payload[k:])))
+                changed += 1
+            else:
+                flow = ip[12:20] + tcp[:4]
+                if flow in pending:
+                    pts, pl2, pip, ptcp, pseq, ppay = pending.pop(flow)
+                    out_pkts.append((ts, build(pl2, pip, ptcp, pseq, ppay + payload)))
+                    changed += 1
+                else:
+                    pending[flow] = (ts, l2, ip, tcp, seq, payload)
+        for pts, pl2, pip, ptcp, pseq, ppay in pending.values():
+            out_pkts.append((pts, build(pl2, pip, ptcp, pseq, ppay)))
+        mm.close()
+    with open(dst, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 113))
+        for ts, pkt in out_pkts:
+            out.write(struct.pack("<IIII", ts // 1_000_000_000, ts % 1_000_000_000, len(pkt), len(pkt)))
+            out.write(pkt)
+    return changed
+
+
+@needs_tshark
+@pytest.mark.parametrize("mode", ["split", "merge"])
+def test_tcp_resegmented(tmp_path, mode):
+    out = tmp_path / f"tcp4-{mode}.pcap"
+    assert _resegment(FIX / "tcp4.pcapng", out, mode) > 50
+    a, ra = pcapfast.read_packets(out)
+    # tshark's SIP heuristic cannot ask TCP for reassembly: name the ports (see read_packets)
+    b, _ = pcap_pyshark.read_packets(out, decode_as={"tcp.port==15062": "sip",
+                                                      "tcp.port==15082": "sip"})
+    _same(a, b)
+    ref, _ = pcapfast.read_packets(FIX / "tcp4.pcapng")
+    assert len(a) == len(ref)  # every SIP message still found once
+    cols = ["call_id", "cseq", "method", "status", "size"]
+    key = lambda d: sorted(map(tuple, d[cols].astype("string").fillna("").to_numpy().tolist()))
+    assert key(a) == key(ref)
+    if mode == "merge":
+        assert a["frame"].duplicated().sum() > 50  # two messages in one segment

@@ -41,22 +41,32 @@ from sipperf.timeline import INSTANTS
 
 
 def _instants(tl: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    m = np.stack([tl[c].to_numpy(dtype="float64", na_value=np.nan) for c in INSTANTS])
-    m_first = m.copy()
-    req_t = np.where(np.isnan(m[0]), np.nanmin(np.where(np.isnan(m_first), np.inf, m_first), axis=0), m[0])
+    """(request instant, response instant) per row as float ns relative to the earliest instant
+    (relative, so float64 keeps the ns exactly)."""
+    ints = [tl[c].to_numpy(dtype="int64", na_value=0) for c in INSTANTS]
+    nas = [tl[c].isna().to_numpy() for c in INSTANTS]
+    present = [i[~n] for i, n in zip(ints, nas) if (~n).any()]
+    ref = min(int(p.min()) for p in present) if present else 0
+    m = np.stack([np.where(n, np.nan, (i - ref).astype(np.float64)) for i, n in zip(ints, nas)])
+    if not m.shape[1]:
+        return np.zeros(0), np.zeros(0)
+    with np.errstate(all="ignore"):
+        first = np.where(np.isnan(m), np.inf, m).min(axis=0)
+        last = np.where(np.isnan(m), -np.inf, m).max(axis=0)
+    req_t = np.where(np.isnan(m[0]), first, m[0])
+    resp_t = np.where(np.isnan(m[6]), last, m[6])
     req_t[np.isinf(req_t)] = np.nan
-    resp_t = np.where(np.isnan(m[6]), np.nanmax(np.where(np.isnan(m), -np.inf, m), axis=0), m[6])
     resp_t[np.isinf(resp_t)] = np.nan
     return req_t, resp_t
 
 
 def call_table(timeline: pd.DataFrame) -> pd.DataFrame:
-    """One row per Call-ID with an INVITE: instants (ns, float) of the initial INVITE, first
+    """One row per (run_id, Call-ID) with an INVITE (index ``run_id\\x00call_id``): instants (ns, float) of the initial INVITE, first
     non-100 response, final response (and its status), BYE and the 2xx to the BYE."""
     tl = timeline
     req_t, resp_t = _instants(tl)
     d = pd.DataFrame({
-        "call_id": tl["call_id"].astype(str).to_numpy(),
+        "call_id": (tl["run_id"].astype("string").fillna("") + "\x00" + tl["call_id"].astype("string")).to_numpy(str),
         "kind": tl["kind"].astype(str).to_numpy(),
         "method": tl["method"].astype("string").fillna("").str.upper().to_numpy(str),
         "cmeth": tl["cseq_method"].astype("string").fillna("").str.upper().to_numpy(str),

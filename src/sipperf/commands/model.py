@@ -62,6 +62,13 @@ def _run_mmck(a: argparse.Namespace) -> int:
     out["W_us"] = _jsonable(r.W * 1e6)
     out["Wq_us"] = _jsonable(r.Wq * 1e6)
     out = _squeeze(out, lam.size)
+    if a.target_pdr is not None:
+        from sipperf.models.capacity import max_rate
+
+        mu = 1e6 / a.service_us
+        hi = 100.0 * a.c * mu
+        out["target_pdr"] = a.target_pdr
+        out["max_lam_for_target"] = max_rate(lambda x: float(mmck(x, mu, a.c, a.K).p_block), a.target_pdr, 0.0, hi)
     out = {"model": "M/M/c/K (thesis eq. 5.3/5.4)", "units": "rates 1/s; W, Wq in s; W_us, Wq_us in µs", **out}
     return _print(out)
 
@@ -74,7 +81,9 @@ def _run_mg1(a: argparse.Namespace) -> int:
         if a.t_sip_us is None:
             raise ValueError("--thesis needs --t-sip-us (one value, or one per --lam)")
         t = np.asarray(a.t_sip_us, dtype=float)
-        t = t.reshape(-1, 1) if t.size == lam.size and t.size > 1 else t.reshape(-1)[:1]
+        if t.size not in (1, lam.size):
+            raise ValueError("--t-sip-us takes one value or one per --lam value")
+        t = t.reshape(-1, 1) if t.size > 1 else t.reshape(-1)
         r = thesis_mg1(lam, t, a.arrivals, k_copy_us=a.k_copy_us)
         out = _squeeze(_jsonable(r), lam.size)
         return _print({"model": "M/G/1 thesis eq. 4.1-4.4 (Table 4.3 inputs)", "units": "µs", **out})
@@ -123,6 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--K", type=float, required=True, help="system capacity in packets (incl. in service)")
     q.add_argument("--lam", type=float, nargs="+", required=True, metavar="PKTS_PER_S")
     q.add_argument("--service-us", type=float, required=True, help="mean service time per server, µs")
+    q.add_argument("--target-pdr", type=float, help="also report the highest λ with drop probability <= this")
     q.set_defaults(func=_run_mmck)
 
     g = msub.add_parser("mg1", help="M/G/1 Pollaczek-Khinchine waiting time")

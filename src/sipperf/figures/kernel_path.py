@@ -128,7 +128,7 @@ def draw_instants(ax=None, durations_us: dict[str, float] | None = None):
         ax.text(x, 0.55, where[name], ha="center", va="bottom", fontsize=7, rotation=20, color="0.3")
     colours = {"k_stack": "tab:gray", "k_sockq": "tab:red", "k_copy": "tab:purple",
                "t_sip1": "tab:blue", "t_sip2": "tab:cyan", "k_snd": "tab:green"}
-    texnames = {"k_stack": "$K_{stack}$", "k_sockq": "$K_{sockq}=K^w+K^s$", "k_copy": "$K_{copy}$",
+    texnames = {"k_stack": "$K_{stack}$", "k_sockq": "$K^w_{sockq}+K^s_{sockq}$", "k_copy": "$K_{copy}$",
                 "t_sip1": "$T^1_{sip}$", "t_sip2": "$T^2_{sip}$", "k_snd": "$K_{snd}$"}
     for comp, (a, b) in COMPONENTS.items():
         xa, xb = xs[a] + 0.05, xs[b] - 0.05
@@ -139,8 +139,6 @@ def draw_instants(ax=None, durations_us: dict[str, float] | None = None):
     ax.annotate("", xy=(xs["t_sip_in"], -0.85), xytext=(xs["t_arr"], -0.85),
                 arrowprops={"arrowstyle": "<->", "color": "tab:red"})
     ax.text((xs["t_arr"] + xs["t_sip_in"]) / 2, -0.97, "$K_{rcv}$ (receive path)", ha="center", va="top", fontsize=9)
-    ax.annotate("", xy=(xs["t_dep"], -0.85), xytext=(xs["t_stack"] + 0.5, -1.25),
-                arrowprops={"arrowstyle": "-", "color": "white"})
     ax.annotate("", xy=(xs["t_dep"], -1.3), xytext=(xs["t_stack"], -1.3),
                 arrowprops={"arrowstyle": "<->", "color": "tab:blue"})
     ax.text((xs["t_stack"] + xs["t_dep"]) / 2, -1.42, "queue + service $X$ (M/G/1 of ch. 5)", ha="center",

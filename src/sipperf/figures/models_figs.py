@@ -190,3 +190,52 @@ def servers_curves(subscribers: ArrayLike, c: int, **kw) -> dict[str, _F]:
     """Slider curves for ch. 8: servers needed with c cores on one processor and on two."""
     return {"one processor (T = c + 2)": servers_needed(subscribers, 1, c, **kw),
             "two processors (T = c)": servers_needed(subscribers, 2, c, **kw)}
+
+
+#: Enhanced-mode table of each core count (thesis ch. 6 for 1 core, ch. 7 for 2/4/6 cores)
+ENHANCED_TABLE = {1: "6.2", 2: "7.2", 4: "7.5", 6: "7.8"}
+#: Processors spanned by the cores of each configuration (thesis Figure 7.1: two quad-core Xeons)
+PROCESSORS = {1: 1, 2: 1, 4: 1, 6: 2}
+
+
+def min_granularity_check() -> pd.DataFrame:
+    """sched_min_granularity_ns the thesis used vs :func:`~sipperf.models.scheduler.enhanced_recipe`
+    fed with the mean T_sip at the last load with PDR ≤ 1 % of the enhanced-mode table."""
+    from sipperf.models.scheduler import THESIS_MIN_GRANULARITY_NS, enhanced_recipe
+
+    rows = []
+    for (ncpus, threads), used in THESIS_MIN_GRANULARITY_NS.items():
+        w = thesis.wide(ENHANCED_TABLE[ncpus])
+        w = w[(w["threads"] == threads) & (w["pdr"] <= 0.01)].sort_values("cps")
+        if w.empty:
+            continue
+        last = w.iloc[-1]
+        rec = enhanced_recipe(ncpus, PROCESSORS[ncpus], threads, float(last["t_sip_us"]) * 1e-6)
+        rows.append({"cores": ncpus, "threads": threads, "table": ENHANCED_TABLE[ncpus],
+                     "cps": int(last["cps"]), "t_sip_us": float(last["t_sip_us"]),
+                     "thesis_ns": used, "rule_ns": rec.sched_min_granularity_ns,
+                     "agree": used == rec.sched_min_granularity_ns})
+    return pd.DataFrame(rows)
+
+
+#: Measured-performance tables by (cores, mode), thesis ch. 6 (1 core, 1 % PDR) and ch. 7
+MEASURED_TABLES = {(1, "baseline"): "6.1", (1, "enhanced"): "6.2", (2, "baseline"): "7.1",
+                   (2, "enhanced"): "7.2", (4, "baseline"): "7.4", (4, "enhanced"): "7.5",
+                   (6, "baseline"): "7.7", (6, "enhanced"): "7.8"}
+
+
+def highest_stable_load(pdr_max: float = 0.01) -> pd.DataFrame:
+    """Highest printed call rate with PDR ≤ ``pdr_max``, by cores, threads and scheduler mode.
+
+    Each table prints only the two loads around its 1 % crossing, so this is the last load
+    below the crossing (a lower bound on the true threshold, at 200 calls/s resolution).
+    """
+    rows = []
+    for (cores, mode), tid in MEASURED_TABLES.items():
+        w = thesis.wide(tid)
+        ok = w[w["pdr"] <= pdr_max].groupby("threads")["cps"].max()
+        for th, cps in ok.items():
+            rows.append({"cores": cores, "threads": int(th), "mode": mode, "cps": int(cps)})
+    out = pd.DataFrame(rows).pivot_table(index=["cores", "threads"], columns="mode", values="cps")
+    out.columns.name = None
+    return out.reset_index()

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ..timeline import IngestError, IngestReport
-from .pcapfast import COLUMNS, _to_frame, sniff_format
+from .pcapfast import COLUMNS, _to_frame, scan_structure
 
 #: tshark options common to every mode
 DISABLED_PROTOCOLS = "sdp"
@@ -95,16 +95,19 @@ def _sip_size(layer) -> int | None:
     return end - int(line.pos)
 
 
-def _read(path: str, report: IngestReport, on_truncated: str, eventloop=None) -> pd.DataFrame:
+def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
+          decode_as: dict | None, eventloop=None) -> pd.DataFrame:
     import pyshark
     from pyshark.capture.capture import TSharkCrashException
 
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     cap = pyshark.FileCapture(path, keep_packets=False, disable_protocol=DISABLED_PROTOCOLS,
-                              eventloop=eventloop)
+                              decode_as=decode_as, eventloop=eventloop)
     last = 0
     try:
         for pkt in cap:
+            if limit is not None and int(pkt.number) > limit:
+                break  # tshark's reading of a truncated last record: counted by the caller
             report.read += 1
             last = int(pkt.number)
             sips = pkt.get_multiple_layers("sip")
@@ -148,21 +151,36 @@ def _read(path: str, report: IngestReport, on_truncated: str, eventloop=None) ->
             cap.close()
         except Exception:  # the crash may surface again at close; already reported above
             pass
+        # pyshark's __del__ would close again at garbage collection, on a loop that may be gone
+        if hasattr(cap, "_running_processes"):
+            cap._running_processes.clear()
     return _to_frame(cols)
 
 
-def read_packets(path: str | os.PathLike, *, on_truncated: str = "raise") -> tuple[pd.DataFrame, IngestReport]:
+def read_packets(path: str | os.PathLike, *, on_truncated: str = "raise",
+                 decode_as: dict[str, str] | None = None) -> tuple[pd.DataFrame, IngestReport]:
     """All SIP messages of a capture via pyshark, one row each, and the account.
 
-    Works from plain Python and from inside a running event loop (Jupyter).
+    Works from plain Python and from inside a running event loop (Jupyter).  SIP on
+    non-standard ports is found by tshark's heuristic dissector; for SIP over TCP whose messages
+    span segments on such ports, name them, e.g. ``decode_as={"tcp.port==15062": "sip"}``
+    (the heuristic cannot ask for TCP reassembly).
     """
     path = Path(path)
     if not path.exists():
         raise IngestError(path, "open", "no such file")
-    with open(path, "rb") as fh:
-        sniff_format(path, fh.read(4))  # pyshark silently yields 0 packets for non-captures
+    # pyshark silently yields 0 packets for non-captures, and tshark reports a truncated
+    # capture only sometimes (TSharkCrashException, or at garbage collection): check first
+    n_ok, problem = scan_structure(path)
+    if problem is not None and on_truncated != "skip":
+        raise IngestError(path, f"packet {n_ok + 1}", f"truncated capture: {problem}")
     report = IngestReport(source="pcap-pyshark", path=str(path))
-    df = run_outside_loop(_read, str(path), report, on_truncated)
+    df = run_outside_loop(_read, str(path), report, on_truncated,
+                          n_ok if problem is not None else None, decode_as)
+    if problem is not None and "truncated record" not in report.skipped:
+        report.read += 1
+        report.skip("truncated record")
+        report.notes.append(f"{path}: stopped after packet {n_ok}: {problem}")
     report.messages = len(df)
     report.check()
     return df, report

@@ -80,8 +80,10 @@ def _first(low: bytes, long: bytes, short: bytes) -> int:
     return i + len(long) if i >= 0 else -1
 
 
-def parse_message(msg: bytes) -> SipFields | None:
-    """Parse one SIP message (start line, headers, optional body); ``None`` if not SIP."""
+def parse_message(msg: bytes, framing: bool = True) -> SipFields | None:
+    """Parse one SIP message (start line, headers, optional body); ``None`` if not SIP.
+
+    ``framing=False`` skips Content-Length (a UDP datagram is framed by its length)."""
     hend = msg.find(b"\r\n\r\n")
     if hend >= 0:
         hend += 4
@@ -98,7 +100,9 @@ def parse_message(msg: bytes) -> SipFields | None:
         method, status = head[:head.find(b" ")].decode("ascii"), None
     low = head.lower()
     # Call-ID (compact i)
-    p = _first(low, b"\ncall-id:", b"\ni:")
+    i = low.find(b"\ncall-id:")
+    j = low.find(b"\ni:", 0, i if i >= 0 else len(low))
+    p = j + 3 if j >= 0 else i + 9 if i >= 0 else -1
     if p >= 0:
         call_id = head[p:head.find(b"\n", p)].strip().decode("utf-8", "replace")
     else:
@@ -119,7 +123,9 @@ def parse_message(msg: bytes) -> SipFields | None:
         if len(parts) > 1:
             cseq_method = parts[1].decode("ascii", "replace")
     # top Via (compact v)
-    p = _first(low, b"\nvia:", b"\nv:")
+    i = low.find(b"\nvia:")
+    j = low.find(b"\nv:", 0, i if i >= 0 else len(low))
+    p = j + 3 if j >= 0 else i + 5 if i >= 0 else -1
     if p >= 0:
         v = head[p:head.find(b"\n", p)]
     else:
@@ -131,6 +137,8 @@ def parse_message(msg: bytes) -> SipFields | None:
         if b:
             branch = b.group(1).decode("ascii", "replace")
     # Content-Length (compact l)
+    if not framing:
+        return SipFields(method, status, call_id, cseq, cseq_method, branch, None, len(msg))
     p = _first(low, b"\ncontent-length:", b"\nl:")
     if p >= 0:
         v = head[p:head.find(b"\n", p)].strip()

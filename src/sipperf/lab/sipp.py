@@ -50,11 +50,11 @@ def poisson_offsets_ms(rate_cps: float, calls: int, seed: int) -> np.ndarray:
 
 
 def write_injection(path: Path, offsets_ms: np.ndarray) -> None:
-    with open(path, "w", newline="") as f:
+    # one field per line, "\n" only: SIPp's <todouble> rejects a trailing "\r"
+    with open(path, "w", newline="\n") as f:
         f.write("SEQUENTIAL\n")
-        w = csv.writer(f, delimiter=";")
         for x in offsets_ms:
-            w.writerow([f"{x:.3f}"])
+            f.write(f"{x:.3f};\n")
 
 
 def uas_argv(cfg: LoadConfig) -> list[str]:

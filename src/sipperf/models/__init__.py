@@ -13,6 +13,7 @@ from sipperf.models.mg1 import (
     mixture_moments, pps_from_cps, thesis_implied_inputs, thesis_mg1,
 )
 from sipperf.models.mgck import MGcKResult, effective_capacity, mgck
+from sipperf.models.mgck_sim import SimResult, simulate_mgck
 from sipperf.models.mmck import MMcKResult, MMcResult, erlang_b, erlang_c, mmc, mmck
 from sipperf.models.overhead import BETA_COEFFS, beta, service_time_c, thesis_drop_probability
 from sipperf.models.scheduler import (
@@ -24,7 +25,7 @@ __all__ = [
     "mg1_wait", "mixture_moments", "pps_from_cps", "thesis_implied_inputs", "thesis_mg1",
     "MMcKResult", "MMcResult", "erlang_b", "erlang_c", "mmc", "mmck",
     "BETA_COEFFS", "beta", "service_time_c", "thesis_drop_probability",
-    "MGcKResult", "effective_capacity", "mgck",
+    "MGcKResult", "effective_capacity", "mgck", "SimResult", "simulate_mgck",
     "CfsRecipe", "KnobMapping", "baseline_recipe", "eevdf_mapping", "enhanced_recipe", "min_granularity_ns",
     "TrafficLoad", "capacity", "max_rate", "threads_for_capacity", "traffic_requests_per_s",
 ]

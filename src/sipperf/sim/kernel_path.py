@@ -55,6 +55,9 @@ class KernelPath:
         self.t_start = [NAN] * n     # first productive instant of service (single segment)
         self.t_dep = [NAN] * n
         self.nlive = [0] * n
+        self.extra = [0.0] * n       # thread overhead + contention added to T_sip (us)
+        self.theta = float(k.thread_overhead_us)
+        self.kappa = float(k.contention)
         self.outcome = bytearray(n)
         self.segs: dict[int, list[tuple[float, float]]] = {}
         self.mtype = wl.mtype.tolist()
@@ -129,11 +132,21 @@ class KernelPath:
         self.q_bytes -= self.skb[self.mtype[m]]
         return m
 
-    def _work(self, m: int) -> float:
+    def _work(self, m: int, core: S.Core) -> float:
         k = self.mtype[m]
         nl = self.n_live
         self.nlive[m] = nl
-        return self.u[m] * (self.fixed_us[k] + self.tsip_us[k] * (1.0 + self.growth * nl))
+        x = self.u[m] * (self.fixed_us[k] + self.tsip_us[k] * (1.0 + self.growth * nl))
+        extra = self.theta * (core.nthreads - 1)
+        if self.kappa and len(self.cores) > 1:
+            busy = 0
+            for c in self.cores:
+                if c is not core and c.curr is not None and c.curr.pkt >= 0:
+                    busy += 1
+            extra += self.kappa * busy * x
+        if extra:
+            self.extra[m] = extra
+        return x + extra
 
     # ---------------------------------------------------------------- departures / workload
     def _departed(self, m: int, now: float) -> None:
@@ -203,7 +216,7 @@ class KernelPath:
             if self.q:
                 m = self._dequeue()
                 thr.pkt = m
-                thr.remaining = self._work(m)
+                thr.remaining = self._work(m, core)
                 thr.done = 0.0
                 self.t_start[m] = core.eff
             else:  # woken for nothing (another thread took the packet): pay the switch, re-block
@@ -273,7 +286,7 @@ class KernelPath:
         if self.q and not (core.rq and now - core.run_start >= S.time_slice_us(self.sp, len(core.rq) + 1)):
             m = self._dequeue()
             thr.pkt = m
-            thr.remaining = self._work(m)
+            thr.remaining = self._work(m, core)
             thr.done = 0.0
             self.t_start[m] = now
             core.eff = now

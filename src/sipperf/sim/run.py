@@ -57,7 +57,7 @@ def _instants(kp: KernelPath) -> dict[str, np.ndarray]:
     nl = np.asarray(kp.nlive, dtype=float)
     ks = u * kp.alpha * np.asarray(s.ks_base_us)[mt]
     cp = u * s.k_copy_us
-    tsip = u * np.asarray(s.t_sip_us)[mt] * (1.0 + s.t_sip_growth_per_call * nl)
+    tsip = u * np.asarray(s.t_sip_us)[mt] * (1.0 + s.t_sip_growth_per_call * nl) + np.asarray(kp.extra)
     t1 = tsip * s.t_sip1_share
     t2 = tsip - t1
     snd = u * np.asarray(s.k_snd_us)[mt]
@@ -173,8 +173,9 @@ def simulate(params: SimParams, seed: int = 0, *, timeline: bool = True,
     p = params
     if p.sched.model == "ideal":  # one core per thread, switches free: the M/M/c/K reference
         from dataclasses import replace
-        p = replace(p, kernel=replace(p.kernel, cores=p.kernel.threads),
-                    sched=replace(p.sched, cs_us=0.0, cache_us_per_thread=0.0, migrate_us=0.0,
+        p = replace(p, kernel=replace(p.kernel, cores=p.kernel.threads, thread_overhead_us=0.0,
+                                      contention=0.0))
+        p = replace(p, sched=replace(p.sched, cs_us=0.0, cache_us_per_thread=0.0, migrate_us=0.0,
                                   migrate_cross_us=0.0))
     kp, loop_s = run_core(p, seed)
     st = stats_of(kp, loop_s)

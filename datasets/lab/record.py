@@ -1,0 +1,130 @@
+"""Record the lab datasets in this directory (needs root, kamailio, sip-tester, tshark, bpftrace).
+
+    .venv/bin/python datasets/lab/record.py [--only SERIES] [--scratch DIR]
+
+Series (see README.md): ``rate`` (1 worker, Poisson arrivals, light load into overload),
+``workers`` (1, 2, 4, 8 workers at two rates), ``sched`` (default vs SCHED_FIFO vs pinned at
+two rates).  Each run goes through ``sipperf.lab.run.run_lab`` into a scratch directory, is
+joined by ``sipperf.ingest.lab_run.read_run`` and stored compactly by
+``sipperf.ingest.lab_dataset.save_run``; ``index.csv`` gets one summary row per run.  The raw
+files (pcapng, proxy log, tracer log; gzipped) are kept for the runs named in ``KEEP_RAW``.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sipperf.ingest.lab_dataset import save_run
+from sipperf.ingest.lab_run import completeness, read_run
+from sipperf.lab.run import LabConfig, run_lab
+
+HERE = Path(__file__).resolve().parent
+KEEP_RAW = ("rate-0025", "rate-0050")
+RAW_FILES = ("capture.pcapng", "proxy.log", "trace.log")
+RAW_PLAIN = ("meta.json", "kamailio.cfg", "tracer.bt", "uac_stats.csv", "poisson_offsets.csv")
+
+
+def plan() -> list[tuple[str, str, LabConfig]]:
+    runs = []
+    for rate in (25, 50, 100, 150, 200, 250, 300, 400):
+        calls = int(min(max(rate * 4, 150), 1000))
+        runs.append(("rate", f"rate-{rate:04d}", LabConfig(rate_cps=rate, calls=calls, workers=1,
+                                                           arrivals="poisson", seed=rate)))
+    for rate in (100, 250):
+        for w in (1, 2, 4, 8):
+            runs.append(("workers", f"workers-{w}-r{rate:04d}",
+                         LabConfig(rate_cps=rate, calls=rate * 3, workers=w, arrivals="poisson",
+                                   seed=1000 + rate)))
+    for rate in (200, 300):
+        for sched in ("default", "fifo", "pinned"):
+            runs.append(("sched", f"sched-{sched}-r{rate:04d}",
+                         LabConfig(rate_cps=rate, calls=rate * 3, workers=1, arrivals="poisson",
+                                   sched=sched, seed=2000 + rate)))
+    return runs
+
+
+def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
+    rel = tl[tl["origin"] == "relayed"]
+    recv = rel[~rel["dropped"].fillna(False)]
+    st = meta.get("sipp_stats", {})
+
+    def med_us(a: pd.Series) -> float:
+        a = a.dropna().astype("float64")
+        return round(float(np.median(a)) / 1000.0, 2) if len(a) else float("nan")
+
+    return {
+        "run_id": run_id, "series": series,
+        "rate_cps": meta["config"]["rate_cps"], "calls": meta["config"]["calls"],
+        "workers": meta["config"]["workers"], "sched": meta["config"]["sched"],
+        "arrivals": meta["config"]["arrivals"], "tracer": meta["tracer"]["mode"],
+        "successful_calls": st.get("SuccessfulCall(C)"), "failed_calls": st.get("FailedCall(C)"),
+        "ingress_datagrams": len(rel), "dropped": int(rel["dropped"].fillna(False).sum()),
+        "pdr": round(float(rel["dropped"].fillna(False).mean()), 5) if len(rel) else float("nan"),
+        "rcvbuf_errors": meta["udp_snmp_delta"].get("RcvbufErrors"),
+        "complete_7": round(completeness(tl), 4),
+        "median_wire_us": med_us(recv["t_wire_out"] - recv["t_wire_in"]),
+        "median_sojourn_us": med_us(recv["t_dep"] - recv["t_arr"]),
+        "median_k_wait_us": med_us(recv["t_sockq"] - recv["t_stack"]),
+        "median_k_copy_max_us": med_us(recv["recv_copied"] - recv["t_sockq"]),
+        "cpu_busy": meta.get("cpu_busy_during_load", {}).get("cpu"),
+        "loadavg_1m": meta.get("load_before", {}).get("loadavg", [None])[0],
+        "start_utc": meta["start_utc"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=("rate", "workers", "sched"), action="append")
+    ap.add_argument("--scratch", default="/tmp/sipperf-lab-record")
+    ap.add_argument("--out", default=str(HERE))
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    scratch = Path(a.scratch)
+    index_p = out / "index.csv"
+    index = pd.read_csv(index_p) if index_p.exists() else pd.DataFrame()
+    for series, run_id, cfg in plan():
+        if a.only and series not in a.only:
+            continue
+        rd = scratch / run_id
+        shutil.rmtree(rd, ignore_errors=True)
+        print(f"== {run_id}", flush=True)
+        try:
+            run_lab(cfg, rd, log=lambda s: print("  ", s, flush=True))
+            tl, rep = read_run(rd, run_id=run_id)
+        except Exception as e:  # one failed run must not lose the others
+            print(f"   FAILED: {type(e).__name__}: {e}", flush=True)
+            continue
+        meta = json.loads((rd / "meta.json").read_text())
+        meta["ingest_report"] = rep.to_dict()
+        save_run(tl, meta, out / "runs" / run_id)
+        row = summarize(series, run_id, tl, meta)
+        print("  ", {k: row[k] for k in ("pdr", "complete_7", "median_wire_us", "median_k_wait_us")},
+              flush=True)
+        if len(index) and "run_id" in index:
+            index = index[index["run_id"] != run_id]
+        index = pd.concat([index, pd.DataFrame([row])], ignore_index=True)
+        index.to_csv(index_p, index=False)
+        if run_id in KEEP_RAW:
+            raw = out / "raw" / run_id
+            shutil.rmtree(raw, ignore_errors=True)
+            raw.mkdir(parents=True)
+            for name in RAW_FILES:
+                if (rd / name).exists():
+                    with open(rd / name, "rb") as src, gzip.open(raw / f"{name}.gz", "wb", 9) as dst:
+                        shutil.copyfileobj(src, dst)
+            for name in RAW_PLAIN:
+                if (rd / name).exists():
+                    shutil.copy(rd / name, raw / name)
+        shutil.rmtree(rd, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Thesis-format log reader/writer, tidy format, and the ingest dispatcher (issue 3 items 2a, 2b, 7)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sipperf.ingest import load, sniff
+from sipperf.ingest.thesis_log import read_thesis_log, synthetic_timeline, write_thesis_log
+from sipperf.ingest.tidy import read_tidy, write_tidy
+from sipperf.timeline import INSTANTS, IngestError
+
+PFX = "Mar 13 07:06:40 sps opensips[4242]: ERROR:core:receive_msg: ramekris"
+SFX = "Mar 13 07:06:40 sps opensips[4242]: ERROR:tm:t_forward_nonack: ramekris"
+
+
+@pytest.fixture
+def fx(root):
+    return root / "tests" / "fixtures"
+
+
+def test_hand_computed_line(tmp_path):
+    # values chosen by hand: t_sip_c = now; t_sip_in = now - parse; t_arr = t_sip_in - wait;
+    # t_stack = t_arr + stack; t_sockq = t_stack + sock_recvtime; t_dep = now_send + ip_out
+    p = tmp_path / "one.log"
+    p.write_text(
+        f"{PFX} src_ip 16777226 parse_time=12.000000 wait_time=35.000000 stack_time=2.000000 "
+        f"sock_recvtime=25.000000 now=1300000000000100 request 1 callid=abc@h cseq=7 method_id=1\n"
+        f"{SFX} now=1300000000000130 ip_out=6 request 1 callid=abc@h cseq=7 INVITE\n")
+    tl, rep = read_thesis_log(p)
+    assert (rep.read, rep.parsed, rep.n_skipped, rep.messages) == (2, 2, 0, 1)
+    r = tl.iloc[0]
+    base = 1_300_000_000_000_000_000
+    assert [int(r[c]) - base for c in INSTANTS] == [53_000, 55_000, 80_000, 88_000, 100_000, 130_000, 136_000]
+    assert (r.call_id, int(r.cseq), r.kind, r.method, r.msg_type, r.src) == ("abc@h", 7, "request", "INVITE",
+                                                                            "INVITE", "10.0.0.1")
+
+
+def test_response_status_and_types(tmp_path):
+    p = tmp_path / "r.log"
+    p.write_text(
+        f"{PFX} src_ip 50331658 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+        f"sock_recvtime=1.000000 now=1300000000000100 request 200 callid=x cseq=2 method_id=8\n"
+        f"{SFX} now=1300000000000110 ip_out=4 request 200 callid=x cseq=2 BYE\n")
+    tl, _ = read_thesis_log(p)
+    r = tl.iloc[0]
+    assert (r.kind, int(r.status), r.cseq_method, r.msg_type, r.src) == ("response", 200, "BYE", "200-BYE", "10.0.0.3")
+
+
+def test_roundtrip_synthetic(tmp_path):
+    tl0 = synthetic_timeline(300, seed=5)
+    p = tmp_path / "s.log"
+    n = write_thesis_log(tl0, p, label="SYNTHETIC test")
+    tl, rep = read_thesis_log(p)
+    assert rep.read == n == 1 + 2 * len(tl0)
+    assert rep.skipped == {"not an instrumentation line": 1}
+    a = tl0.sort_values(["call_id", "msg_type"]).reset_index(drop=True)
+    b = tl.sort_values(["call_id", "msg_type"]).reset_index(drop=True)
+    for c in INSTANTS:  # the format has µs resolution
+        np.testing.assert_array_equal((a[c].to_numpy("int64") // 1000) * 1000, b[c].to_numpy("int64"))
+    for c in ("call_id", "msg_type", "kind", "src", "cseq_method"):
+        assert a[c].astype(str).tolist() == b[c].astype(str).tolist()
+
+
+def test_small_fixture(fx):
+    tl, rep = read_thesis_log(fx / "thesis_small.log")
+    assert rep.messages == 60 and rep.parsed == 120 and rep.balanced
+    assert tl.msg_type.value_counts().to_dict() == {t: 10 for t in
+                                                   ("INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE")}
+    assert not tl.dropped.any()
+
+
+def test_garbage_lines_counted(fx):
+    tl, rep = read_thesis_log(fx / "thesis_garbage.log")
+    assert rep.messages == 2 and rep.parsed == 4
+    assert rep.skipped == {"not an instrumentation line": 3, "reply-forwarded line (no timestamps)": 1,
+                           "empty line": 1}
+
+
+def test_negative_interval_skip_and_strict(fx):
+    tl, rep = read_thesis_log(fx / "thesis_negative.log")
+    assert rep.skipped["negative interval"] == 2
+    # n1's send line and n2's receive line survive: egress-only n1 row, dropped n2 row
+    assert rep.parsed == 2 and rep.balanced
+    assert set(tl.call_id) == {"n1@h", "n2@h"}
+    with pytest.raises(IngestError, match=r"thesis_negative.log: line 2: negative interval"):
+        read_thesis_log(fx / "thesis_negative.log", strict=True)
+
+
+def test_missing_fields(fx):
+    tl, rep = read_thesis_log(fx / "thesis_missing.log")
+    assert rep.skipped["missing field"] == 2
+    assert rep.balanced
+    m3 = tl[tl.call_id == "m3@h"].iloc[0]
+    assert not m3.dropped and pd.notna(m3.t_dep)
+    # m1's send line has no receive line: an egress-only row
+    m1 = tl[tl.call_id == "m1@h"].iloc[0]
+    assert pd.isna(m1.t_arr) and pd.notna(m1.t_dep)
+
+
+def test_enoent_stamp_is_null(fx):
+    tl, rep = read_thesis_log(fx / "thesis_enoent.log")
+    r = tl.iloc[0]
+    base = 1_300_000_000_000_000_000
+    assert pd.isna(r.t_stack)
+    assert int(r.t_arr) - base == 53_000 and int(r.t_sockq) - base == 80_000
+    assert any("t_stack missing" in n for n in rep.notes)
+
+
+def test_not_forwarded_is_dropped(tmp_path):
+    p = tmp_path / "d.log"
+    p.write_text(f"{PFX} src_ip 1 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+                 f"sock_recvtime=1.000000 now=1300000000000100 request 4 callid=y cseq=1 method_id=4\n")
+    tl, rep = read_thesis_log(p)
+    assert bool(tl.dropped.iloc[0]) and tl.drop_reason.iloc[0] == "not forwarded"
+    assert tl.msg_type.iloc[0] == "ACK"
+
+
+def test_interleaved_processes_fifo(tmp_path):
+    # two workers interleave: receive A, receive B, send B, send A
+    p = tmp_path / "i.log"
+    rl = lambda cid, now: (f"{PFX} src_ip 1 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "  # noqa: E731
+                           f"sock_recvtime=1.000000 now={now} request 1 callid={cid} cseq=1 method_id=1\n")
+    sl = lambda cid, now: f"{SFX} now={now} ip_out=2 request 1 callid={cid} cseq=1 INVITE\n"  # noqa: E731
+    p.write_text(rl("A", 1300000000000100) + rl("B", 1300000000000105) + sl("B", 1300000000000120)
+                 + sl("A", 1300000000000130))
+    tl, _ = read_thesis_log(p)
+    got = {r.call_id: int(r.t_sip_out) for r in tl.itertuples()}
+    assert got == {"A": 1300000000000130000, "B": 1300000000000120000}
+
+
+def test_small_blocks_same_result(fx, tmp_path):
+    tl0 = synthetic_timeline(100, seed=9)
+    p = tmp_path / "b.log"
+    write_thesis_log(tl0, p)
+    a, _ = read_thesis_log(p)
+    b, rep = read_thesis_log(p, block_bytes=4096)
+    assert rep.balanced and len(a) == len(b) == 600
+    pd.testing.assert_frame_equal(a.sort_values("line").reset_index(drop=True),
+                                  b.sort_values("line").reset_index(drop=True), check_dtype=False)
+
+
+def test_empty_and_foreign_file(tmp_path):
+    e = tmp_path / "e.log"
+    e.write_text("")
+    with pytest.raises(IngestError, match="empty"):
+        read_thesis_log(e)
+    f = tmp_path / "f.log"
+    f.write_text("hello\nworld\n")
+    with pytest.raises(IngestError, match="f.log"):
+        read_thesis_log(f)
+
+
+# ------------------------------------------------------------------ tidy
+def test_tidy_roundtrip_csv_parquet(tmp_path):
+    tl0 = synthetic_timeline(20, seed=2)
+    for name in ("t.csv", "t.parquet"):
+        p = write_tidy(tl0, tmp_path / name)
+        tl, rep = read_tidy(p)
+        assert rep.read == rep.parsed == 120
+        for c in INSTANTS:
+            np.testing.assert_array_equal(tl[c].to_numpy("int64"), tl0[c].to_numpy("int64"))
+
+
+def test_tidy_us_floats_and_bad_rows(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_text("call_id,kind,method,t_arr_us,t_dep_us\n"
+                 "a,request,INVITE,1300000000000000.5,1300000000000010.25\n"
+                 ",request,INVITE,1,2\n"
+                 "c,sideways,INVITE,1,2\n"
+                 "d,request,BYE,1300000000000020,1300000000000010\n")
+    tl, rep = read_tidy(p)
+    assert rep.read == 4 and rep.parsed == 1
+    assert rep.skipped == {"missing field": 1, "bad kind": 1, "negative interval": 1}
+    assert int(tl.t_arr.iloc[0]) == 1300000000000000500 and int(tl.t_dep.iloc[0]) == 1300000000000010250
+    assert tl.msg_type.iloc[0] == "INVITE"
+    with pytest.raises(IngestError, match=r"u.csv: row 2: missing call_id"):
+        read_tidy(p, strict=True)
+
+
+def test_tidy_missing_required_column(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("call_id,t_arr\na,1\n")
+    with pytest.raises(IngestError, match="kind"):
+        read_tidy(p)
+
+
+# ------------------------------------------------------------------ dispatcher
+def test_load_mixed_directory(fx, tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    shutil.copy(fx / "thesis_small.log", d / "a.txt")  # names do not matter: content sniffing
+    write_tidy(synthetic_timeline(5, seed=3), d / "b.dat")
+    (d / "junk.bin").write_bytes(b"\x01\x02 not a log\n")
+    sim = d / "simrun"
+    sim.mkdir()
+    write_tidy(synthetic_timeline(4, seed=4), sim / "timeline.parquet")
+    (sim / "meta.json").write_text(json.dumps({"source": "sim", "run_id": "sim-x"}))
+    tl, rep = load([d])
+    assert len(tl) == 60 + 30 + 24
+    assert rep.skipped["unknown format"] == 1
+    assert {f.source for f in rep.files} == {"thesis_log", "tidy", "sim", "unknown"}
+    assert "sim-x" in set(tl.run_id)
+    assert sniff(sim) == "sim" and sniff(d / "a.txt") == "thesis_log"
+    with pytest.raises(IngestError, match="junk.bin"):
+        load([d], strict=True)
+
+
+def test_load_pcap_dispatch(fx):
+    tl, rep = load([fx / "udp4.pcapng", fx / "thesis_small.log"])
+    assert len(rep.files) == 2 and rep.balanced
+    assert tl.t_dep.notna().all() or len(tl) > 60
+
+
+def test_load_nothing_usable(tmp_path):
+    (tmp_path / "junk").write_text("nothing here\n")
+    with pytest.raises(IngestError, match="no usable messages"):
+        load([tmp_path])
+    with pytest.raises(IngestError, match="no such file"):
+        load([tmp_path / "missing"])

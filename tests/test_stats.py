@@ -1,0 +1,84 @@
+"""Batch means, MSER-5, percentiles against independent references."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from sipperf import stats
+
+
+def _ar1(n, phi, rng, mu=0.0):
+    e = rng.standard_normal(n)
+    x = np.empty(n)
+    x[0] = e[0] / np.sqrt(1 - phi ** 2)
+    for i in range(1, n):  # plain recurrence (reference, not vectorised)
+        x[i] = phi * x[i - 1] + e[i]
+    return x + mu
+
+
+def test_iid_half_width_matches_t_formula():
+    rng = np.random.default_rng(1)
+    x = rng.normal(5, 2, 30 * 1000)
+    ci = stats.batch_means_ci(x, batches=30)
+    y = x.reshape(30, 1000).mean(axis=1)
+    ref = st.t.ppf(0.975, 29) * np.std(y, ddof=1) / np.sqrt(30)
+    assert ci.half_width == pytest.approx(ref, rel=1e-12)
+    assert ci.mean == pytest.approx(x.mean())
+
+
+def test_ar1_half_width_matches_asymptotic_variance():
+    # AR(1), unit innovations: n·Var(mean) -> 1/(1-phi)^2 (closed form)
+    phi, n = 0.8, 300_000
+    x = _ar1(n, phi, np.random.default_rng(7))
+    ci = stats.batch_means_ci(x, batches=30)
+    ref = st.t.ppf(0.975, 29) * np.sqrt(1 / (1 - phi) ** 2 / n)
+    assert ci.half_width == pytest.approx(ref, rel=0.35)
+    # a naive iid interval would be far too narrow: sd(x)/sqrt(n) with var 1/(1-phi^2)
+    naive = 1.96 * np.sqrt(1 / (1 - phi ** 2) / n)
+    assert ci.half_width > 2 * naive
+
+
+def test_ar1_coverage():
+    rng = np.random.default_rng(3)
+    cov = []
+    for _ in range(200):
+        x = _ar1(6000, 0.5, rng, mu=1.0)
+        ci = stats.batch_means_ci(x, batches=20)
+        cov.append(ci.low <= 1.0 <= ci.high)
+    assert 0.88 <= np.mean(cov) <= 0.99
+
+
+def test_mser5_finds_transient():
+    rng = np.random.default_rng(4)
+    warm = 10 + np.linspace(40, 0, 500)  # decaying initial bias
+    x = np.concatenate((warm + rng.normal(0, 1, 500), 10 + rng.normal(0, 1, 5000)))
+    d = stats.mser5(x)
+    assert d % 5 == 0 and 350 <= d <= 700
+    assert stats.mser5(rng.normal(0, 1, 5000)) < 500
+    assert len(stats.truncate_warmup(x)) == len(x) - d
+
+
+def test_mser5_brute_force_reference():
+    rng = np.random.default_rng(5)
+    x = np.concatenate((rng.normal(3, 1, 50), rng.normal(0, 1, 300)))
+    z = x[: len(x) // 5 * 5].reshape(-1, 5).mean(axis=1)
+    k = len(z)
+    ref = min(range(k // 2 + 1), key=lambda d: sum((v - np.mean(z[d:])) ** 2 for v in z[d:]) / (k - d) ** 2)
+    assert stats.mser5(x) == 5 * ref
+
+
+def test_percentiles_type7_reference():
+    x = [5.0, 1.0, 4.0, 2.0, 3.0, np.nan, 10.0]
+    s = sorted(v for v in x if v == v)
+    def type7(q):
+        h = (len(s) - 1) * q / 100
+        lo = int(np.floor(h))
+        return s[lo] + (h - lo) * (s[min(lo + 1, len(s) - 1)] - s[lo])
+    got = stats.percentiles(x, [10, 50, 99])
+    assert got == pytest.approx([type7(10), type7(50), type7(99)])
+
+
+def test_too_few_observations():
+    with pytest.raises(ValueError, match="at least 30"):
+        stats.batch_means_ci(np.arange(10.0))
