@@ -12,7 +12,11 @@ pid.  Then it prints packets/s:
 * pyshark-default — pyshark.FileCapture (PDML) on the first ``--subset`` packets only
   (it reads ~600 pkt/s; the whole file would take minutes), extrapolated: stated as such;
 * pyshark-ek — pyshark's fastest mode (use_ek=True, SDP disabled) on the same subset;
-* tshark-fields — ``tshark -T fields`` (what a pyshark custom-fields mode costs) on the whole file.
+* tshark-fields — ``tshark -T fields`` (what a pyshark custom-fields mode costs) on the whole file;
+* pairing — sipperf.ingest.pairing.pair_at_proxy on the bulk reader's packet table.
+
+The bulk figure is also given per CPU-second: the machine is shared, and wall-clock rates
+move with the load average printed first.
 """
 from __future__ import annotations
 
@@ -135,6 +139,20 @@ def main(argv=None) -> None:
     dt, ct, n = bench_bulk(path, a.runs)
     print(f"bulk (pcapfast)      : {n / dt:10.0f} pkt/s wall, {n / ct:.0f} pkt/s per CPU-second "
           f"(median of {a.runs} full reads: {dt:.2f} s wall, {ct:.2f} s CPU)")
+    import resource
+    print(f"  peak RSS after the bulk reads: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB "
+          f"(includes the mmapped file pages)")
+    from sipperf.ingest import pcapfast
+    from sipperf.ingest.pairing import pair_at_proxy
+    packets, _ = pcapfast.read_packets(path, progress=False)
+    times = []
+    for _ in range(a.runs):
+        t = time.perf_counter()
+        tl, _rep = pair_at_proxy(packets)
+        times.append(time.perf_counter() - t)
+    dt = statistics.median(times)
+    print(f"pairing at the proxy : {len(packets) / dt:10.0f} pkt/s  (median of {a.runs}; "
+          f"{len(tl)} timeline rows)")
     r = bench_tshark_fields(path)
     print(f"tshark -T fields     : {r:10.0f} pkt/s  (1 full read)")
     r = bench_pyshark(path, a.subset, use_ek=True)

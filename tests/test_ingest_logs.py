@@ -221,3 +221,32 @@ def test_load_nothing_usable(tmp_path):
         load([tmp_path])
     with pytest.raises(IngestError, match="no such file"):
         load([tmp_path / "missing"])
+
+
+def test_vectorised_number_parsing_matches_python_int():
+    from sipperf.ingest.thesis_log import PAD, _parse_int, _parse_lf_ns, _words
+
+    rng = np.random.default_rng(0)
+    toks = [str(int(v)) for v in rng.integers(-10**15, 10**15, 300)] + ["0", "7", "-1", "1234567890123456",
+                                                                        "12a", "", "-", "1.5", "99999999"]
+    buf = b" " * PAD + " ".join(toks).encode() + b" " * PAD
+    w = _words(buf)
+    starts, pos = [], PAD
+    for t in toks:
+        starts.append(pos)
+        pos += len(t) + 1
+    st = np.array(starts)
+    en = st + np.array([len(t) for t in toks])
+    val, ok = _parse_int(w, st, en)
+    for t, v, o in zip(toks, val, ok):
+        try:
+            ref = int(t)
+        except ValueError:
+            assert not o, t
+            continue
+        assert o and v == ref, t
+    lf = ["12.000000", "-1300000000000053.000000", "0.123456", "5"]
+    buf = b" " * PAD + " ".join(lf).encode() + b" " * PAD
+    st = np.array([PAD + sum(len(x) + 1 for x in lf[:i]) for i in range(len(lf))])
+    ns, ok = _parse_lf_ns(_words(buf), st, st + np.array([len(x) for x in lf]))
+    assert ok.all() and ns.tolist() == [12000, -1300000000000053000, 123, 5000]

@@ -103,7 +103,7 @@ def _resegment(src: Path, dst: Path, mode: str) -> int:
     """SYNTHETIC re-segmentation of the real TCP capture (Linux cooked v1, IPv4), written as a
     classic pcap: ``split`` cuts every data segment in two (a SIP message across segments),
     ``merge`` joins every two consecutive data segments of a flow into one (two SIP messages
-    in one segment).  IP checksums are zeroed (tshark does not verify them by default).
+    in one segment; pure ACKs are dropped then).  IP checksums are zeroed (tshark does not verify them by default).
     Returns the number of data segments changed."""
     import mmap
 
@@ -131,7 +131,8 @@ def _resegment(src: Path, dst: Path, mode: str) -> int:
             payload = data[t0 + thl:16 + tot]
             seq = struct.unpack(">I", tcp[4:8])[0]
             if not payload:
-                out_pkts.append((ts, data))
+                if mode == "split":  # merged data would be ACKed before it is seen: drop ACKs
+                    out_pkts.append((ts, data))
                 continue
             if mode == "split":
                 k = len(payload) // 2

@@ -105,9 +105,13 @@ def test_retransmissions_and_drops():
     assert len(tl) == n_copies - paired
     # the proxy retransmitted INVITEs to the dead UAS: tshark flags them as resends, they are
     # egress-only rows
-    resent_out = sum(1 for v in st.values() if v[3] == "1" and v[2] == "15066")
-    own = tl[tl["t_arr"].isna() & (tl["method"] == "INVITE")]
-    assert resent_out > 0 and len(own) >= 1
+    resent_out = {f for f, v in st.items() if v[3] == "1" and v[2] == "15066"}
+    own = tl[tl["t_arr"].isna() & (tl["kind"] == "request")]
+    assert len(resent_out) > 0
+    # tshark's own resend analysis: every request the proxy re-sent is egress-only, never paired
+    req_out = set(tl.loc[tl.t_arr.notna() & tl.t_dep.notna() & (tl.kind == "request"), "frame_out"].astype(int))
+    assert not (req_out & resent_out)
+    assert {f for f in resent_out if st[f][1] in ("INVITE", "BYE") and st[f][0] == ""} <= set(own["frame_out"].astype(int))
 
 
 def test_given_proxy_forms_agree():

@@ -23,6 +23,8 @@ import pandas as pd
 
 from sipperf.ingest.lab_dataset import save_run
 from sipperf.ingest.lab_run import completeness, read_run
+from sipperf.lab import sipp
+from sipperf.lab.procs import exit_on_sigterm
 from sipperf.lab.run import LabConfig, run_lab
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +35,7 @@ RAW_PLAIN = ("meta.json", "kamailio.cfg", "tracer.bt", "uac_stats.csv", "poisson
 
 def plan() -> list[tuple[str, str, LabConfig]]:
     runs = []
-    for rate in (25, 50, 100, 150, 200, 250, 300, 400):
+    for rate in (25, 50, 100, 150, 200, 250, 300, 400, 600):
         calls = int(min(max(rate * 4, 150), 1000))
         runs.append(("rate", f"rate-{rate:04d}", LabConfig(rate_cps=rate, calls=calls, workers=1,
                                                            arrivals="poisson", seed=rate)))
@@ -50,8 +52,24 @@ def plan() -> list[tuple[str, str, LabConfig]]:
     return runs
 
 
+def arrival_lateness_ms(tl: pd.DataFrame, meta: dict) -> tuple[float, float]:
+    """Median and p99 of how late each INVITE hit the wire against its planned Poisson offset."""
+    cfg = meta["config"]
+    if cfg["arrivals"] != "poisson":
+        return float("nan"), float("nan")
+    plan_ms = sipp.poisson_offsets_ms(cfg["rate_cps"], cfg["calls"], cfg["seed"])
+    inv = tl[(tl["msg_type"] == "INVITE") & (tl["origin"] == "relayed")]
+    first = inv.groupby("call_id")["t_wire_in"].min()
+    k = first.index.str.split("-").str[0].astype(int) - 1
+    t_ms = (first.astype("int64").to_numpy() - 0) / 1e6
+    late = t_ms - plan_ms[k.to_numpy()]
+    late = late - late.min()
+    return round(float(np.median(late)), 3), round(float(np.percentile(late, 99)), 3)
+
+
 def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
     rel = tl[tl["origin"] == "relayed"]
+    late_med, late_p99 = arrival_lateness_ms(tl, meta)
     recv = rel[~rel["dropped"].fillna(False)]
     st = meta.get("sipp_stats", {})
 
@@ -73,6 +91,7 @@ def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
         "median_sojourn_us": med_us(recv["t_dep"] - recv["t_arr"]),
         "median_k_wait_us": med_us(recv["t_sockq"] - recv["t_stack"]),
         "median_k_copy_max_us": med_us(recv["recv_copied"] - recv["t_sockq"]),
+        "arrival_late_median_ms": late_med, "arrival_late_p99_ms": late_p99,
         "cpu_busy": meta.get("cpu_busy_during_load", {}).get("cpu"),
         "loadavg_1m": meta.get("load_before", {}).get("loadavg", [None])[0],
         "start_utc": meta["start_utc"],
@@ -82,15 +101,17 @@ def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=("rate", "workers", "sched"), action="append")
+    ap.add_argument("--runs", nargs="*", help="record only these run ids")
     ap.add_argument("--scratch", default="/tmp/sipperf-lab-record")
     ap.add_argument("--out", default=str(HERE))
     a = ap.parse_args(argv)
+    exit_on_sigterm()
     out = Path(a.out)
     scratch = Path(a.scratch)
     index_p = out / "index.csv"
     index = pd.read_csv(index_p) if index_p.exists() else pd.DataFrame()
     for series, run_id, cfg in plan():
-        if a.only and series not in a.only:
+        if (a.only and series not in a.only) or (a.runs and run_id not in a.runs):
             continue
         rd = scratch / run_id
         shutil.rmtree(rd, ignore_errors=True)

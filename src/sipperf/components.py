@@ -65,7 +65,7 @@ def derive_arrays(timeline: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def derive(timeline: pd.DataFrame) -> pd.DataFrame:
     """The timeline with the nine components added as nullable ``Int64`` ns columns."""
-    df = timeline.copy()
+    df = timeline.copy(deep=False)
     for name, (a, b) in COMPONENTS.items():
         v, na = _diff(timeline, a, b)
         df[name] = pd.arrays.IntegerArray(np.where(na, 0, v), na)

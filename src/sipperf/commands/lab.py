@@ -13,7 +13,10 @@ from pathlib import Path
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sipperf.lab.procs import exit_on_sigterm
     from sipperf.lab.run import LabConfig, run_lab
+
+    exit_on_sigterm()
 
     cfg = LabConfig(
         rate_cps=args.rate, calls=args.calls, workers=args.workers, arrivals=args.arrivals,

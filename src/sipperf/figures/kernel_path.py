@@ -19,7 +19,7 @@ import pandas as pd
 from sipperf.timeline import INSTANTS
 
 __all__ = ["COMPONENTS", "INSTANT_LABELS", "thesis_breakdown", "cumulative_instants",
-           "interrupts_per_packet", "draw_instants"]
+           "interrupts_per_packet", "timeline_components", "draw_instants"]
 
 #: components in path order, with the instants that bound them (thesis eq. 3.1–3.3)
 COMPONENTS: dict[str, tuple[str, str]] = {
@@ -89,6 +89,20 @@ def cumulative_instants(row: pd.Series | dict) -> dict[str, float]:
     t["t_sip_out"] = t["t_sip_in"] + r["t_sip"]
     t["t_dep"] = t["t_sip_out"] + r["k_snd"]
     return t
+
+
+def timeline_components(tl: pd.DataFrame, msg_types=None) -> pd.DataFrame:
+    """Per-message components (µs, float, NaN where an instant is missing) of a timeline
+    (:mod:`sipperf.timeline` schema): one column per entry of :data:`COMPONENTS` plus ``msg_type``.
+    ``msg_types`` keeps only those message types (default: the six of the call flow)."""
+    from sipperf.timeline import CALL_FLOW
+
+    keep = list(CALL_FLOW if msg_types is None else msg_types)
+    t = tl[tl["msg_type"].isin(keep)]
+    out = pd.DataFrame({name: (t[b] - t[a]).astype("Float64").astype("float64") / 1e3
+                        for name, (a, b) in COMPONENTS.items()}, index=t.index)
+    out.insert(0, "msg_type", t["msg_type"].astype(str))
+    return out.reset_index(drop=True)
 
 
 def interrupts_per_packet() -> pd.DataFrame:

@@ -8,8 +8,9 @@ the egress copy was sent after the ingress copy and not back to its sender (the 
 
 Each copy makes its own timeline row, so
 
-* retransmissions stay apart (the n-th ingress copy pairs with the n-th egress copy that
-  follows it);
+* retransmissions stay apart: a stateful proxy absorbs a retransmitted request (row with no
+  egress) and retransmits on its own timer (egress-only rows, recognised by repeating the
+  branch of a copy it already sent); other copies pair FIFO;
 * repeated keys (two reliable 180s of RFC 3262 with the same CSeq) pair in order;
 * egress copies with no ingress copy — the proxy's own ``100 Trying``, its retransmissions,
   locally generated replies (408) and ACKs — are rows with ``t_arr`` null;
@@ -98,9 +99,16 @@ def _prep(packets: pd.DataFrame) -> pd.DataFrame:
     return p
 
 
-def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, run_id: str | None = None
-                  ) -> tuple[pd.DataFrame, IngestReport]:
-    """Timeline (t_arr, t_dep per message copy) from a packet table of ``read_packets``."""
+def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
+                  run_id: str | None = None) -> tuple[pd.DataFrame, IngestReport]:
+    """Timeline (t_arr, t_dep per message copy) from a packet table of ``read_packets``.
+
+    ``stateful`` (default, e.g. Kamailio/OpenSIPS with ``tm``): a request copy the proxy sends
+    with the same key and top-Via branch as one it already sent is its own timer retransmission
+    (egress only) — it never relays a retransmission it received, which stays "no egress".
+    ``stateful=False`` pairs retransmissions FIFO like any other copy (a stateless proxy
+    forwards each one).
+    """
     rep = IngestReport(source="pcap-pairing")
     rep.read = len(packets)
     if len(packets) == 0:
@@ -133,10 +141,19 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, run_id: str | None = Non
     queues: dict[str, deque] = defaultdict(deque)
     partner = np.full(len(p), -1, dtype=np.int64)  # ingress row -> egress row
     egress_only = []
+    is_req = p["method"].notna().to_numpy() & (p["method"].astype("string") != "ACK").fillna(False).to_numpy()
+    branch = p["via_branch"].astype("string").fillna("").to_numpy(object)
+    sent: set = set()
     for i in order:
         if ingress[i]:
             queues[keys[i]].append(i)
         elif egress[i]:
+            if stateful and is_req[i]:
+                tag = (keys[i], branch[i])
+                if tag in sent:  # the proxy's own retransmission
+                    egress_only.append(i)
+                    continue
+                sent.add(tag)
             q = queues.get(keys[i])
             hit = -1
             if q:

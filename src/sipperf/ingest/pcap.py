@@ -30,15 +30,17 @@ def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated:
 
 
 def read_pcap(path: str | os.PathLike, proxy=None, engine: str = "bulk", *,
-              on_truncated: str = "raise") -> tuple[pd.DataFrame, IngestReport]:
+              on_truncated: str = "raise", stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
     """Timeline of the SIP messages through the proxy in a pcap/pcapng capture.
 
     ``proxy``: ``"ip:port"`` (IPv6 as ``"[::1]:5060"``) or ``(ip, port)``; found from the
-    traffic when ``None``.  The report accounts for packets (read = packets in the file);
-    the pairing's account is in its notes.
+    traffic when ``None``.  ``stateful``: see :func:`.pairing.pair_at_proxy` (how the proxy's
+    own retransmissions are told apart).  ``on_truncated``: ``"raise"`` or ``"skip"`` (count the
+    cut-off last record and keep the rest).  The report accounts for packets (read = packets in
+    the file); the pairing's account is in its notes.
     """
     packets, report = read_packets(path, engine, on_truncated=on_truncated)
-    timeline, prep = pair_at_proxy(packets, proxy, run_id=Path(path).stem)
+    timeline, prep = pair_at_proxy(packets, proxy, stateful=stateful, run_id=Path(path).stem)
     report.messages = len(timeline)
     report.notes.append(f"pairing: {prep}")
     report.notes.extend(prep.notes)

@@ -9,8 +9,8 @@ Traps handled here:
   exact ns — ``sniff_time`` drops the ns and is local time;
 * tshark's SDP dissector is disabled (it makes many-call captures superlinearly slow);
 * pyshark runs its own asyncio loop and fails with "This event loop is already running" inside
-  Jupyter; when the calling thread has a running loop the read runs in a worker thread with a
-  fresh loop, so a notebook just calls :func:`read_packets`;
+  Jupyter (and with "no current event loop" after an ``asyncio.run``); the read always runs in
+  a worker thread with a fresh loop, so a notebook just calls :func:`read_packets`;
 * a truncated capture makes tshark crash after the last good packet (TSharkCrashException):
   re-raised as :class:`IngestError` naming the packet; a file that is not a capture (pyshark
   silently yields nothing) is refused up front by its magic number.
@@ -21,7 +21,6 @@ import asyncio
 import concurrent.futures
 import os
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -38,19 +37,11 @@ def epoch_ns(stamp: str) -> int:
     return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
 
 
-def _in_running_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 def run_outside_loop(fn, *args, **kwargs):
-    """Call ``fn`` directly, or in a worker thread with its own event loop when the caller's
-    thread already runs one (Jupyter)."""
-    if not _in_running_loop():
-        return fn(*args, **kwargs)
+    """Call ``fn(..., eventloop=loop)`` in a worker thread with a fresh event loop of its own.
+
+    Always, not only when the caller's thread runs a loop (Jupyter): after ``asyncio.run`` the
+    main thread has no current loop either and pyshark's ``get_event_loop`` would fail."""
 
     def work():
         loop = asyncio.new_event_loop()
@@ -62,11 +53,6 @@ def run_outside_loop(fn, *args, **kwargs):
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
         return ex.submit(work).result()
-
-
-def _field(layer, name: str):
-    f = layer.get_field(name)
-    return None if f is None else f
 
 
 def _str(layer, name: str) -> str | None:
@@ -84,15 +70,25 @@ def _int(layer, name: str) -> int | None:
         return None
 
 
-def _sip_size(layer) -> int | None:
-    """Bytes of the SIP message: start line through headers (msg_hdr ends at the body) + body."""
+def _start(layer) -> int | None:
     line = layer.get_field("Request-Line") or layer.get_field("Status-Line")
+    return None if line is None else int(line.pos)
+
+
+def _sip_size(layer, next_start: int | None = None) -> int | None:
+    """Bytes of the SIP message: start line through headers (msg_hdr ends at the body) + body.
+
+    With several messages in one TCP segment tshark's msg_hdr of a body-less message runs
+    to the end of the segment: it is cut at the next message's start line."""
+    start = _start(layer)
     hdr = layer.get_field("msg_hdr")
-    if line is None or hdr is None:
+    if start is None or hdr is None:
         return None
     body = layer.get_field("msg_body")
-    end = int(hdr.pos) + int(hdr.size) + (int(body.size) if body is not None else 0)
-    return end - int(line.pos)
+    hend = int(hdr.pos) + int(hdr.size)
+    if next_start is not None and body is None:
+        hend = min(hend, next_start)
+    return hend + (int(body.size) if body is not None else 0) - start
 
 
 def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
@@ -122,7 +118,8 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
                 src, dst = pkt.ipv6.src, pkt.ipv6.dst
             tr = "udp" if "udp" in pkt else "tcp"
             l4 = pkt[tr]
-            for s in sips:
+            starts = [_start(s) for s in sips[1:]] + [None]
+            for s, nxt in zip(sips, starts):
                 cols["frame"].append(last)
                 cols["ts_ns"].append(ts)
                 cols["src"].append(str(src))
@@ -130,7 +127,7 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
                 cols["dst"].append(str(dst))
                 cols["dport"].append(int(l4.dstport))
                 cols["transport"].append(tr)
-                cols["size"].append(_sip_size(s))
+                cols["size"].append(_sip_size(s, nxt))
                 cols["call_id"].append(_str(s, "Call-ID"))
                 cols["cseq"].append(_int(s, "CSeq.seq"))
                 cols["cseq_method"].append(_str(s, "CSeq.method"))

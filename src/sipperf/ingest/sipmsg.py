@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-# one regex pass over the header block finds every header we need (names case-insensitive)
+# every header we need in one pass (names case-insensitive); used by content_length()
 _HDR = re.compile(
     rb"^(call-id|i|cseq|via|v|content-length|l)[ \t]*:[ \t]*([^\r\n]*)",
     re.IGNORECASE | re.MULTILINE,
@@ -18,8 +18,6 @@ _HDR = re.compile(
 _BRANCH = re.compile(rb";[ \t]*branch[ \t]*=[ \t]*([^;, \t\r\n]+)", re.IGNORECASE)
 _REQ_LINE = re.compile(rb"^([A-Za-z]+) [^ \r\n]+ SIP/2\.0\r?$")
 _STATUS_LINE = re.compile(rb"^SIP/2\.0 ([1-6][0-9][0-9])(?: |\r?$)")
-_CANON = {b"i": "call_id", b"call-id": "call_id", b"cseq": "cseq", b"v": "via", b"via": "via",
-          b"l": "clen", b"content-length": "clen"}
 
 
 class SipFields(NamedTuple):
@@ -55,20 +53,6 @@ _CALL_ID = re.compile(rb"\n(?:call-id|i)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 _CSEQ_ANY = re.compile(rb"\ncseq[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 _VIA = re.compile(rb"\n(?:via|v)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 _CLEN = re.compile(rb"\n(?:content-length|l)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
-
-
-def _header(head: bytes, low: bytes, names: tuple[bytes, ...], rx: re.Pattern) -> bytes | None:
-    """Value of the first header called any of ``names`` (lower-case, with ``\\n`` and ``:``)."""
-    best = -1
-    for n in names:
-        i = low.find(n)
-        if i >= 0 and (best < 0 or i < best):
-            best = i + len(n)
-    if best < 0:  # unusual spacing ("Call-ID :"): the slow, general way
-        m = rx.search(head)
-        return m.group(1).strip() if m else None
-    e = head.find(b"\n", best)
-    return head[best:e if e >= 0 else len(head)].strip()
 
 
 def _first(low: bytes, long: bytes, short: bytes) -> int:

@@ -103,42 +103,83 @@ _U64 = np.uint64
 
 
 # --------------------------------------------------------------------------- byte helpers
-def _match(b: np.ndarray, pos: np.ndarray, lit: bytes) -> np.ndarray:
-    """True where ``b[pos:pos+len(lit)] == lit`` (positions outside the buffer never match)."""
-    ok = (pos >= 0) & (pos + len(lit) <= len(b))
+# The block is padded with PAD spaces on both sides so 8-byte loads never leave the buffer;
+# ``w`` is an unaligned uint64 view: w[p] holds bytes p..p+7 (little-endian).
+PAD = 16
+_FULL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_Z8 = np.uint64(0x3030303030303030)
+
+
+def _words(buf: bytes) -> np.ndarray:
+    return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
+
+
+def _lit_words(lit: bytes) -> list[tuple[int, np.uint64, np.uint64]]:
+    out = []
+    for k in range(0, len(lit), 8):
+        part = lit[k:k + 8]
+        val = int.from_bytes(part, "little")
+        mask = (1 << (8 * len(part))) - 1
+        out.append((k, np.uint64(val), np.uint64(mask)))
+    return out
+
+
+def _match(w: np.ndarray, pos: np.ndarray, lit: bytes) -> np.ndarray:
+    """True where ``buf[pos:pos+len(lit)] == lit``."""
+    ok = (pos >= 0) & (pos < len(w))
     p = np.where(ok, pos, 0)
-    for j, c in enumerate(lit):
-        ok &= b[np.minimum(p + j, len(b) - 1)] == c
+    for k, val, mask in _lit_words(lit):
+        ok &= (w[np.minimum(p + k, len(w) - 1)] & mask) == val
     return ok
 
 
-def _parse_int(b: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Signed decimal integers in ``b[start:end]`` -> (int64 values, ok mask)."""
-    neg = _match(b, start, b"-")
+def _tail_mask(n: np.ndarray) -> np.ndarray:
+    """uint64 mask keeping the first n (0..8) bytes (low end) of a word."""
+    n = np.clip(n, 0, 8).astype(np.uint64)
+    sh = (np.uint64(8) - n) * np.uint64(8)
+    m = _FULL >> np.minimum(sh, np.uint64(63))
+    return np.where(n == 0, np.uint64(0), np.where(n >= 8, _FULL, m))
+
+
+def _digits8(w: np.ndarray, end: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Value of the ``n`` (0..8) ASCII digits ending at ``end`` (SWAR, 8 bytes per load)."""
+    x = w[end - 8]
+    keep = ~_tail_mask(8 - n)  # keep the high n bytes (the last n characters)
+    x = (x & keep) | (_Z8 & ~keep)
+    ok = ((x & np.uint64(0xF0F0F0F0F0F0F0F0)) == _Z8) & \
+         (((x + np.uint64(0x0606060606060606)) & np.uint64(0xF0F0F0F0F0F0F0F0)) == _Z8)
+    with np.errstate(over="ignore"):
+        v = ((x & np.uint64(0x0F0F0F0F0F0F0F0F)) * np.uint64(2561)) >> np.uint64(8)
+        v = ((v & np.uint64(0x00FF00FF00FF00FF)) * np.uint64(6553601)) >> np.uint64(16)
+        v = ((v & np.uint64(0x0000FFFF0000FFFF)) * np.uint64(42949672960001)) >> np.uint64(32)
+    return v.astype(np.int64), ok
+
+
+def _parse_int(w: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed decimal integers (up to 16 digits) in ``buf[start:end]`` -> (int64, ok)."""
+    neg = _match(w, start, b"-")
     s = start + neg
     n = end - s
-    ok = (n >= 1) & (n <= _MAX_NUM)
-    val = np.zeros(len(start), dtype=np.int64)
-    m = int(n[ok].max()) if ok.any() else 0
-    top = len(b) - 1
-    for j in range(m):
-        act = ok & (j < n)
-        d = b[np.minimum(s + j, top)].astype(np.int64) - 48
-        ok &= ~act | ((d >= 0) & (d <= 9))
-        val = np.where(act, val * 10 + d, val)
+    ok = (n >= 1) & (n <= 16)
+    nn = np.where(ok, n, 1)
+    e = np.where(ok, end, s + 1)
+    lo, ok1 = _digits8(w, e, np.minimum(nn, 8))
+    hi, ok2 = _digits8(w, e - 8, np.clip(nn - 8, 0, 8))
+    ok &= ok1 & ok2
+    val = hi * 100_000_000 + lo
     return np.where(neg, -val, val), ok
 
 
-def _parse_lf_ns(b: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _parse_lf_ns(w: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``%lf`` µs values (``-12.000000``) -> int64 ns (3 decimals kept) and ok mask.
 
     A value without a fraction (``12``) is accepted as whole µs."""
-    has_dot = _match(b, end - 7, b".")
+    has_dot = _match(w, end - 7, b".")
     iend = np.where(has_dot, end - 7, end)
-    ival, ok = _parse_int(b, start, iend)
-    fval, fok = _parse_int(b, iend + 1, iend + 4)
-    frac_ok = np.where(has_dot, fok & (fval >= 0), True)
-    neg = _match(b, start, b"-")
+    ival, ok = _parse_int(w, start, iend)
+    fval, fok = _digits8(w, iend + 4, np.full(len(iend), 3))
+    frac_ok = np.where(has_dot, fok, True)
+    neg = _match(w, start, b"-")
     frac = np.where(has_dot, fval, 0)
     ns = ival * 1000 + np.where(neg, -frac, frac)
     return ns, ok & frac_ok
@@ -150,18 +191,16 @@ def _next(sorted_pos: np.ndarray, p: np.ndarray, default: int) -> np.ndarray:
     return ext[i]
 
 
-def _gather_bytes(b: np.ndarray, start: np.ndarray, end: np.ndarray, width: int | None = None) -> np.ndarray:
-    """Fixed-width ``S`` array of ``b[start:end]`` (NUL padded)."""
+def _gather_bytes(w: np.ndarray, start: np.ndarray, end: np.ndarray, width: int | None = None) -> np.ndarray:
+    """Fixed-width ``S`` array of ``buf[start:end]`` (NUL padded), 8 bytes per load."""
     ln = np.clip(end - start, 0, None)
-    w = int(width or max(8, -(-int(ln.max() if len(ln) else 1) // 8) * 8))
-    out = np.zeros((len(start), w), dtype=np.uint8)
-    top = len(b) - 1
-    for j in range(w):
-        act = j < ln
-        if not act.any():
-            break
-        out[:, j] = np.where(act, b[np.minimum(start + j, top)], 0)
-    return out.view(f"S{w}").ravel()
+    wd = int(width or max(8, -(-int(ln.max() if len(ln) else 1) // 8) * 8))
+    nw = wd // 8
+    out = np.zeros((len(start), nw), dtype="<u8")
+    top = len(w) - 1
+    for k in range(nw):
+        out[:, k] = w[np.minimum(start + 8 * k, top)] & _tail_mask(ln - 8 * k)
+    return out.view(f"S{wd}").ravel()
 
 
 def _hash_bytes(s: np.ndarray) -> np.ndarray:
@@ -189,10 +228,6 @@ def _key(h: np.ndarray, cseq: np.ndarray, req: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- block parser
-class _Block:
-    """Parsed records of one block: receive (``r_*``) and send (``s_*``) lines."""
-
-
 def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.ndarray,
                    counts: Counter) -> None:
     for i in idx.tolist():
@@ -210,41 +245,41 @@ def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.nda
             counts["not an instrumentation line"] += 1
 
 
-def _parse_block(buf: bytes, line0: int, path: str, strict: bool, counts: Counter,
+def _parse_block(data: bytes, line0: int, path: str, strict: bool, counts: Counter,
                  notes: Counter) -> dict[str, Any]:
+    buf = b" " * PAD + data + b" " * PAD
     b = np.frombuffer(buf, dtype=np.uint8)
+    w = _words(buf)
     nl = np.flatnonzero(b == 10)
     n_lines = len(nl)
-    starts = np.concatenate(([0], nl[:-1] + 1))
+    starts = np.concatenate(([PAD], nl[:-1] + 1))
     ends = nl.copy()
     cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13)
     ends = ends - cr
     eq = np.flatnonzero(b == 61)
-    sp = np.flatnonzero(b == 32)
-    li = np.searchsorted(nl, eq)
-    cnt = np.bincount(li, minlength=n_lines)[:n_lines]
-    last = np.cumsum(cnt) - 1  # index in eq of each line's last '='
+    ceq = np.searchsorted(eq, nl)          # number of '=' before each newline
+    cnt = np.diff(ceq, prepend=0)
+    last = ceq - 1                         # index in eq of each line's last '='
     lines = np.arange(n_lines)
 
-    # --- receive lines: last 8 '=' carry the keys of RECV_KEYS
-    cand = cnt >= 8
-    ci = lines[cand]
+    # --- receive lines: the last 8 '=' carry the keys of RECV_KEYS
+    ci = lines[cnt >= 8]
     base = last[ci] - 7
     ok = np.ones(len(ci), bool)
-    for k, key in enumerate(RECV_KEYS):
-        ok &= _match(b, eq[base + k] - len(key), key)
-    ok &= _match(b, eq[base] - len(b" parse_time"), b" ")
+    for k in (0, 4, 5, 7):  # parse_time, now, callid, method_id (+ the '=' count) identify the line
+        key = RECV_KEYS[k]
+        ok &= _match(w, eq[base + k] - len(key) - 1, b" " + key)
     rl = ci[ok]
     rb = base[ok]
-    # --- send lines: last 4 '='
-    cand = (cnt >= 4)
+    # --- send lines: the last 4 '='
+    cand = cnt >= 4
     cand[rl] = False
     ci = lines[cand]
     base = last[ci] - 3
-    ok = np.ones(len(ci), bool)
-    for k, key in enumerate(SEND_KEYS):
-        ok &= _match(b, eq[base + k] - len(key), key)
-    ok &= _match(b, eq[base] - len(b"ramekris now"), b"ramekris now")
+    ok = _match(w, eq[base] - len(b"ramekris now"), b"ramekris now")
+    for k in (1, 2):  # ip_out, callid
+        key = SEND_KEYS[k]
+        ok &= _match(w, eq[base + k] - len(key) - 1, b" " + key)
     sl = ci[ok]
     sb = base[ok]
 
@@ -252,35 +287,36 @@ def _parse_block(buf: bytes, line0: int, path: str, strict: bool, counts: Counte
     structural[rl] = True
     structural[sl] = True
     _classify_rest(buf, starts, ends, lines[~structural], counts)
+    sp = None
+
+    def next_space(p, lidx):
+        nonlocal sp
+        if sp is None:
+            sp = np.flatnonzero(b == 32)
+        return np.minimum(_next(sp, p, len(b)), ends[lidx])
 
     out: dict[str, Any] = {}
-    top = len(b)
-
-    def value_spans(eqpos, lidx):
-        st = eqpos + 1
-        en = np.minimum(_next(sp, eqpos, top), ends[lidx])
-        return st, en
-
-    # ---- receive fields
+    # ---- receive fields: a value ends where " <next key>=" begins
     e = [eq[rb + k] for k in range(8)]
-    spans = [value_spans(p, rl) for p in e]
-    parse_ns, ok1 = _parse_lf_ns(b, *spans[0])
-    wait_ns, ok2 = _parse_lf_ns(b, *spans[1])
-    stack_ns, ok3 = _parse_lf_ns(b, *spans[2])
-    sockq_ns, ok4 = _parse_lf_ns(b, *spans[3])
-    now_us, ok5 = _parse_int(b, *spans[4])
-    cseq, ok6 = _parse_int(b, *spans[6])
-    mid, ok7 = _parse_int(b, *spans[7])
-    now_end = spans[4][1]
-    has_req = _match(b, now_end, b" request ") & _match(b, e[5] - 7, b" callid")
-    req, ok8 = _parse_int(b, now_end + 9, e[5] - 7)
-    # src_ip: the token before " parse_time="
+    vend = [e[k + 1] - len(RECV_KEYS[k + 1]) - 1 for k in range(7)]
+    parse_ns, ok1 = _parse_lf_ns(w, e[0] + 1, vend[0])
+    wait_ns, ok2 = _parse_lf_ns(w, e[1] + 1, vend[1])
+    stack_ns, ok3 = _parse_lf_ns(w, e[2] + 1, vend[2])
+    sockq_ns, ok4 = _parse_lf_ns(w, e[3] + 1, vend[3])
+    now_end = next_space(e[4], rl)
+    now_us, ok5 = _parse_int(w, e[4] + 1, now_end)
+    cseq, ok6 = _parse_int(w, e[6] + 1, vend[6])
+    mid, ok7 = _parse_int(w, e[7] + 1, ends[rl])
+    has_req = _match(w, now_end, b" request ")
+    req, ok8 = _parse_int(w, now_end + 9, vend[4])
+    # src_ip: the token between "src_ip " and " parse_time="
     src_end = e[0] - len(b" parse_time")
-    src_start = np.searchsorted(sp, src_end, side="left") - 1
-    src_start = np.where(src_start >= 0, sp[np.maximum(src_start, 0)] + 1, 0) if len(sp) else src_end
-    src, ok9 = _parse_int(b, src_start, src_end)
-    cid_st, cid_en = spans[5]
-    cid_st = cid_st + _match(b, cid_st, b".")
+    if sp is None:
+        sp = np.flatnonzero(b == 32)
+    sp_pos = sp[np.maximum(np.searchsorted(sp, src_end) - 1, 0)] if len(sp) else src_end - 1
+    src, ok9 = _parse_int(w, sp_pos + 1, src_end)
+    cid_st, cid_en = e[5] + 1, vend[5]
+    cid_st = cid_st + _match(w, cid_st, b".")
     okr = ok1 & ok2 & ok3 & ok4 & ok5 & ok6 & ok7 & ok8 & has_req & (cid_en > cid_st)
     bad = ~okr
     if bad.any():
@@ -292,9 +328,9 @@ def _parse_block(buf: bytes, line0: int, path: str, strict: bool, counts: Counte
     t_sip_c = now_us * 1000
     t_sip_in = t_sip_c - parse_ns
     a = t_sip_in - wait_ns
-    s = a + stack_ns
-    q = s + sockq_ns
-    inst = [a, s, q, t_sip_in, t_sip_c]
+    s_ = a + stack_ns
+    q = s_ + sockq_ns
+    inst = [a, s_, q, t_sip_in, t_sip_c]
     miss = [x < NO_STAMP_BEFORE_NS for x in inst[:3]] + [np.zeros(len(a), bool)] * 2
     for name, m in zip(("t_arr", "t_stack", "t_sockq"), miss):
         if (m & okr).any():
@@ -311,29 +347,28 @@ def _parse_block(buf: bytes, line0: int, path: str, strict: bool, counts: Counte
             raise IngestError(path, f"line {line0 + i + 1}", "negative interval in receive line")
         counts["negative interval"] += int(neg.sum())
     keep = okr & ~neg
-    cid = _gather_bytes(b, cid_st[keep], cid_en[keep])
+    cid = _gather_bytes(w, cid_st[keep], cid_en[keep])
     out["r"] = {
         "line": line0 + rl[keep],
         "callid": cid,
         "cseq": cseq[keep], "req": req[keep], "mid": mid[keep],
         "src": (src[keep] & 0xFFFFFFFF).astype(np.uint32),
-        "inst": np.stack([x[keep] for x in inst]),
+        "inst": np.stack([np.where(m[keep], 0, x[keep]) for x, m in zip(inst, miss)]),
         "miss": np.stack([m[keep] for m in miss]),
     }
 
     # ---- send fields
     e = [eq[sb + k] for k in range(4)]
-    spans = [value_spans(p, sl) for p in e]
-    now_us, ok1 = _parse_int(b, *spans[0])
-    dur_us, ok2 = _parse_int(b, *spans[1])
-    cseq, ok3 = _parse_int(b, *spans[3])
-    ipo_end = spans[1][1]
-    has_req = _match(b, ipo_end, b" request ") & _match(b, e[2] - 7, b" callid")
-    req, ok4 = _parse_int(b, ipo_end + 9, e[2] - 7)
-    cid_st, cid_en = spans[2]
-    cid_st = cid_st + _match(b, cid_st, b".")
-    cseq_st = spans[3][0] + _match(b, spans[3][0], b".")
-    cseq, ok3 = _parse_int(b, cseq_st, spans[3][1])
+    now_us, ok1 = _parse_int(w, e[0] + 1, e[1] - len(b" ip_out"))
+    ipo_end = next_space(e[1], sl)
+    dur_us, ok2 = _parse_int(w, e[1] + 1, ipo_end)
+    has_req = _match(w, ipo_end, b" request ")
+    req, ok4 = _parse_int(w, ipo_end + 9, e[2] - len(b" callid"))
+    cid_st, cid_en = e[2] + 1, e[3] - len(b" cseq")
+    cid_st = cid_st + _match(w, cid_st, b".")
+    cseq_st = e[3] + 1 + _match(w, e[3] + 1, b".")
+    cseq_en = next_space(e[3], sl)
+    cseq, ok3 = _parse_int(w, cseq_st, cseq_en)
     oks = ok1 & ok2 & ok3 & ok4 & has_req & (cid_en > cid_st)
     bad = ~oks
     if bad.any():
@@ -348,22 +383,15 @@ def _parse_block(buf: bytes, line0: int, path: str, strict: bool, counts: Counte
             raise IngestError(path, f"line {line0 + i + 1}", "negative interval (ip_out < 0) in send line")
         counts["negative interval"] += int(neg.sum())
     keep = oks & ~neg
-    meth = _gather_bytes(b, spans[3][1][keep] + 1, ends[sl][keep], width=16)
+    meth = _gather_bytes(w, cseq_en[keep] + 1, ends[sl][keep], width=16)
     out["s"] = {
         "line": line0 + sl[keep],
-        "callid": _gather_bytes(b, cid_st[keep], cid_en[keep]),
+        "callid": _gather_bytes(w, cid_st[keep], cid_en[keep]),
         "cseq": cseq[keep], "req": req[keep], "cmeth": meth,
         "out": now_us[keep] * 1000, "dep": (now_us[keep] + dur_us[keep]) * 1000,
     }
     out["n_lines"] = n_lines
     return out
-
-
-def _cat(parts: list[dict], key: str) -> np.ndarray:
-    arrs = [p[key] for p in parts]
-    if arrs and arrs[0].ndim == 2:
-        return np.concatenate(arrs, axis=1)
-    return np.concatenate(arrs)
 
 
 def _pair(r: dict, s: dict, final: bool, last_line: int, counts: Counter, path: str, strict: bool):
@@ -422,10 +450,6 @@ def _pair(r: dict, s: dict, final: bool, last_line: int, counts: Counter, path: 
     return (ri, si, r_drop, s_only), carry
 
 
-def _status_names(req: np.ndarray) -> np.ndarray:
-    return req
-
-
 def _method_code(v: np.ndarray) -> np.ndarray:
     """OpenSIPS method bit value -> index into METHOD_NAMES, or len(METHOD_NAMES) (OTHER)."""
     v = v.astype(np.int64)
@@ -462,7 +486,7 @@ def _rows(r: dict, s: dict, ri, si, r_drop, s_only) -> dict[str, Any]:
     cols["cmeth_s"] = np.concatenate((np.zeros(n1 + n2, "S16"), s["cmeth"][s_only]))
     cols["src"] = np.concatenate((r["src"][rr], np.zeros(n3, np.uint32)))
     cols["src_null"] = np.concatenate((np.zeros(n1 + n2, bool), np.ones(n3, bool)))
-    inst = np.zeros((7, n), np.int64)
+    inst = np.zeros((7, n), np.int64)  # 0 where missing (IntegerArray needs no copy)
     miss = np.ones((7, n), bool)
     inst[:5, :n1 + n2] = r["inst"][:, rr]
     miss[:5, :n1 + n2] = r["miss"][:, rr]
@@ -477,65 +501,84 @@ def _rows(r: dict, s: dict, ri, si, r_drop, s_only) -> dict[str, Any]:
     return cols
 
 
-def _to_timeline(parts: list[dict], run_id: str) -> pd.DataFrame:
-    if parts:
-        c = {k: (np.concatenate([p[k] for p in parts], axis=1) if parts[0][k].ndim == 2
-                 else np.concatenate([p[k] for p in parts])) for k in parts[0]}
-    else:
-        c = {"line": np.zeros(0, np.int64), "callid": np.zeros(0, "S8"), "cseq": np.zeros(0, np.int64),
-             "req": np.zeros(0, np.int64), "mcode": np.zeros(0, np.int64), "cmeth_s": np.zeros(0, "S16"),
-             "src": np.zeros(0, np.uint32), "src_null": np.zeros(0, bool),
-             "inst": np.zeros((7, 0), np.int64), "miss": np.zeros((7, 0), bool),
-             "dropped": np.zeros(0, bool)}
-    n = len(c["line"])
+def _finish_chunk(c: dict) -> dict:
+    """Per block: sort rows by line, resolve codes, turn Call-IDs into an Arrow string array."""
     order = np.argsort(c["line"], kind="stable")
     c = {k: (v[:, order] if v.ndim == 2 else v[order]) for k, v in c.items()}
+    n = len(c["line"])
     req = c["req"]
     is_req = req < 100
     # cseq method: receive -> method_id code; egress-only -> the text after the CSeq number
     mcode = c["mcode"].copy()
     eg = np.flatnonzero(mcode < 0)
-    names = list(METHOD_NAMES) + ["OTHER"]
     if len(eg):
         u, inv = np.unique(c["cmeth_s"][eg], return_inverse=True)
-        umap = np.array([names.index(x.decode(errors="replace").strip().upper())
+        umap = np.array([METHOD_NAMES.index(x.decode(errors="replace").strip().upper())
                          if x.decode(errors="replace").strip().upper() in METHOD_NAMES
                          else len(METHOD_NAMES) for x in u], dtype=np.int64)
-        mcode[eg] = umap[inv.ravel()] if len(u) else len(METHOD_NAMES)
+        mcode[eg] = umap[inv.ravel()]
     rcode = _method_code(req)  # request method from REQ_METHOD
     inv_code, ack_code, bye_code = 0, 2, 3
-    # msg_type codes into MSG_TYPES
-    mt_names = ["INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE", "OTHER"]
-    mt = np.full(n, 6)
+    mt = np.full(n, 6, dtype=np.int8)  # index into MSG_TYPES
     mt[is_req & (rcode == inv_code)] = 0
     mt[is_req & (rcode == ack_code)] = 3
     mt[is_req & (rcode == bye_code)] = 4
     mt[~is_req & (req == 180) & (mcode == inv_code)] = 1
     mt[~is_req & (req == 200) & (mcode == inv_code)] = 2
     mt[~is_req & (req == 200) & (mcode == bye_code)] = 5
-    # src: little-endian addr32 -> dotted quad
-    uq, sinv = np.unique(c["src"], return_inverse=True)
+    return {
+        "line": c["line"], "cseq": c["cseq"], "req": req.astype(np.int32),
+        "mcode": mcode.astype(np.int8), "rcode": rcode.astype(np.int8), "mt": mt,
+        "src": c["src"], "src_null": c["src_null"], "dropped": c["dropped"],
+        **{f"i{k}": c["inst"][k] for k in range(7)}, **{f"m{k}": c["miss"][k] for k in range(7)},
+        "callid": pa.array(c["callid"]).cast(pa.string()),
+    }
+
+
+def _to_timeline(parts: list[dict], run_id: str) -> pd.DataFrame:
+    if not parts:
+        parts = [_finish_chunk({
+            "line": np.zeros(0, np.int64), "callid": np.zeros(0, "S8"), "cseq": np.zeros(0, np.int64),
+            "req": np.zeros(0, np.int64), "mcode": np.zeros(0, np.int64), "cmeth_s": np.zeros(0, "S16"),
+            "src": np.zeros(0, np.uint32), "src_null": np.zeros(0, bool),
+            "inst": np.zeros((7, 0), np.int64), "miss": np.zeros((7, 0), bool), "dropped": np.zeros(0, bool)})]
+
+    def col(k):  # concatenate one column, releasing the blocks' copies as we go
+        arrs = [p.pop(k) for p in parts]
+        return np.concatenate(arrs) if len(arrs) > 1 else arrs[0]
+
+    callid = pa.chunked_array([p.pop("callid") for p in parts], type=pa.string())
+    n = len(callid)
+    names = list(METHOD_NAMES) + ["OTHER"]
+    mt_names = ["INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE", "OTHER"]
+    req = col("req")
+    is_req = req < 100
+    src, src_null = col("src"), col("src_null")
+    uq, sinv = np.unique(src, return_inverse=True)
     src_names = [f"{v & 255}.{(v >> 8) & 255}.{(v >> 16) & 255}.{(v >> 24) & 255}" for v in uq.tolist()]
-    src_codes = np.where(c["src_null"], len(src_names), sinv.ravel())
-    callid = pa.array(c["callid"]).cast(pa.string())
-    df = pd.DataFrame({
+    src_codes = np.where(src_null, len(src_names), sinv.ravel())
+    del src, src_null, sinv
+    data: dict[str, Any] = {
         "run_id": _strings([run_id], np.zeros(n, np.int32)),
         "call_id": pd.arrays.ArrowStringArray(callid),
-        "cseq": _int_col(c["cseq"]),
-        "cseq_method": _strings(names, mcode),
+        "cseq": _int_col(col("cseq")),
+        "cseq_method": _strings(names, col("mcode")),
         "kind": _strings(["request", "response"], (~is_req).astype(np.int32)),
-        "method": _strings(names + [None], np.where(is_req, rcode, len(names))),
+        "method": _strings(names + [None], np.where(is_req, col("rcode"), len(names))),
         "status": _int_col(req, is_req),
-        "msg_type": _strings(mt_names, mt),
+        "msg_type": _strings(mt_names, col("mt")),
         "src": _strings(src_names + [None], src_codes),
         "dst": pd.arrays.ArrowStringArray(pa.nulls(n, pa.string())),
-        "size": _int_col(np.zeros(n, np.int64), np.ones(n, bool)),
-        **{name: _int_col(c["inst"][i], c["miss"][i]) for i, name in enumerate(INSTANTS)},
-        "dropped": pd.arrays.BooleanArray(c["dropped"], np.zeros(n, bool)),
-        "drop_reason": _strings([None, "not forwarded"], c["dropped"].astype(np.int32)),
-        "line": _int_col(c["line"] + 1),
-    })
-    return df
+        "size": pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool)),
+    }
+    del req, src_codes
+    for k, name in enumerate(INSTANTS):
+        data[name] = pd.arrays.IntegerArray(col(f"i{k}"), col(f"m{k}"))
+    dropped = col("dropped")
+    data["dropped"] = pd.arrays.BooleanArray(dropped, np.zeros(n, bool))
+    data["drop_reason"] = _strings([None, "not forwarded"], dropped.astype(np.int32))
+    data["line"] = pd.arrays.IntegerArray(col("line") + 1, np.zeros(n, bool))
+    return pd.DataFrame(data, copy=False)
 
 
 def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, strict: bool = False,
@@ -594,7 +637,8 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
                                                     counts, str(path), strict)
             report.parsed += len(ri) * 2 + len(r_drop) + len(s_only)
             if len(ri) + len(r_drop) + len(s_only):
-                parts.append(_rows(r, blk["s"], ri, si, r_drop, s_only))
+                parts.append(_finish_chunk(_rows(r, blk["s"], ri, si, r_drop, s_only)))
+            del blk, r
             line0 += n_lines
     if bar is not None:
         bar.close()

@@ -16,6 +16,21 @@ from pathlib import Path
 from typing import IO, Sequence
 
 
+def _default_signals() -> None:
+    """In the child: SIGINT/SIGTERM back to their defaults (a background shell ignores SIGINT,
+    and an ignored signal stays ignored across exec, so dumpcap/bpftrace could not be stopped)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so that open :class:`ProcessGroup` blocks stop their processes."""
+    def _handler(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def children_of(pid: int) -> list[int]:
     """Direct children of ``pid`` (from /proc/<pid>/task/*/children)."""
     kids: list[int] = []
@@ -72,7 +87,7 @@ class ProcessGroup:
         out = open(self.run_dir / log, "ab") if log else subprocess.DEVNULL
         popen = subprocess.Popen(
             list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=str(cwd or self.run_dir), env=env,
+            cwd=str(cwd or self.run_dir), env=env, preexec_fn=_default_signals,
         )
         p = Proc(name, popen, stop_signal, log=out if log else None)
         self.procs.append(p)

@@ -50,6 +50,7 @@ class LabConfig:
     fifo_priority: int = 50
     proxy_cpu: int = 0                  #: the proxy's CPU under the pinned policy
     load_cpu: int = 1                   #: SIPp, dumpcap and the tracer under the pinned policy
+    load_nice: int = -10                #: nice of the SIPp UAC/UAS (0: unchanged), see run_lab
     max_seconds: float = 300.0          #: hard bound on the load phase
 
     def validate(self) -> None:
@@ -150,6 +151,11 @@ def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
     m["tracer"] = {"mode": tracer_mode}
 
     proxy_prefix, load_prefix = _prefixes(cfg)
+    # The load generators had hosts of their own in seed 000; here they share two CPUs with the
+    # proxy and with whatever else runs.  A higher weight (nice < 0) keeps SIPp on schedule so
+    # the offered arrivals stay as requested; the proxy keeps the policy under test.
+    gen_prefix = (["nice", "-n", str(cfg.load_nice)] if cfg.load_nice else []) + load_prefix
+    m["load_generators"] = {"nice": cfg.load_nice, "prefix": gen_prefix}
     tracer_cpu = cfg.tracer_cpu
     if tracer_cpu is None and cfg.sched == "pinned" and (os.cpu_count() or 1) > 1:
         tracer_cpu = cfg.load_cpu
@@ -175,7 +181,7 @@ def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
                               map_entries=max(32768, int(cfg.calls * 18)))
             m["tracer"].update({"pid": tr.pid, "cpu": tracer_cpu})
             log(f"tracer pid {tr.pid} ({tracer_mode})")
-        uas = group.start("uas", [*load_prefix, *sipp.uas_argv(lcfg)], log="uas.out")
+        uas = group.start("uas", [*gen_prefix, *sipp.uas_argv(lcfg)], log="uas.out")
         if not wait_udp_bound(cfg.addr, cfg.uas_port, 10):
             raise RuntimeError("the SIPp UAS did not bind its port")
         m["clock_before"] = meta.clock_offset_ns()
@@ -183,7 +189,7 @@ def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
         ct0 = meta.cpu_times()
         m["load_start_utc"] = _now()
         t0 = time.monotonic()
-        uac = group.start("uac", [*load_prefix, *sipp.uac_argv(lcfg, cfg.addr, cfg.proxy_port, out,
+        uac = group.start("uac", [*gen_prefix, *sipp.uac_argv(lcfg, cfg.addr, cfg.proxy_port, out,
                                                                  timeout_s=bound_s)], log="uac.out")
         log(f"uac pid {uac.pid}: {cfg.calls} calls at {cfg.rate_cps:g} cps ({cfg.arrivals}), "
             f"bound {bound_s:.0f} s")
