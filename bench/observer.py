@@ -40,11 +40,11 @@ SETUPS = {
 }
 
 
-def one(setup: str, rate: float, calls: int, seed: int, scratch: Path) -> dict:
+def one(setup: str, rate: float, calls: int, seed: int, scratch: Path, ports: dict) -> dict:
     rd = scratch / f"{setup.replace('@', '_')}-{seed}"
     shutil.rmtree(rd, ignore_errors=True)
     cfg = LabConfig(rate_cps=rate, calls=calls, workers=1, arrivals="poisson", seed=seed,
-                    **SETUPS[setup])
+                    **ports, **SETUPS[setup])
     run_lab(cfg, rd, log=lambda s: None)
     tl, rep = read_run(rd)
     rel = tl[(tl["origin"] == "relayed")]
@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--setups", nargs="*", default=list(SETUPS))
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--proxy-port", type=int, default=5060)
+    ap.add_argument("--uas-port", type=int, default=5080)
+    ap.add_argument("--uac-port", type=int, default=5061)
     a = ap.parse_args(argv)
     ok, why = can_trace()
     if not ok:
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sipperf-observer-") as tmp:
         for rep in range(a.reps):          # interleave set-ups so background load hits all alike
             for s in a.setups:
-                r = one(s, a.rate, a.calls, seed=100 + rep, scratch=Path(tmp))
+                r = one(s, a.rate, a.calls, seed=100 + rep, scratch=Path(tmp),
+                        ports=dict(proxy_port=a.proxy_port, uas_port=a.uas_port, uac_port=a.uac_port))
                 results[s].append(r)
                 print(f"  rep {rep} {s:11s} median {r['median_us']:8.1f} us  p90 {r['p90_us']:8.1f} us"
                       f"  pdr {r['pdr']:.4f}  lost {r['lost_events']}", flush=True)

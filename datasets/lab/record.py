@@ -35,8 +35,8 @@ RAW_PLAIN = ("meta.json", "kamailio.cfg", "tracer.bt", "uac_stats.csv", "poisson
 
 def plan() -> list[tuple[str, str, LabConfig]]:
     runs = []
-    for rate in (25, 50, 100, 150, 200, 250, 300, 400, 600):
-        calls = int(min(max(rate * 4, 150), 1000))
+    for rate in (25, 50, 100, 150, 200, 250, 300, 400, 600, 900, 1500):
+        calls = int(min(max(rate * 4, 150), 1000 if rate <= 600 else 1500))
         runs.append(("rate", f"rate-{rate:04d}", LabConfig(rate_cps=rate, calls=calls, workers=1,
                                                            arrivals="poisson", seed=rate)))
     for rate in (100, 250):

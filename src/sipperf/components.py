@@ -91,22 +91,31 @@ def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = N
     if unit not in UNIT_NS:
         raise ValueError(f"unit {unit!r} not in {list(UNIT_NS)}")
     scale = UNIT_NS[unit]
-    comps = derive_arrays(timeline)
-    if alpha is not None and k_sockq_s_base_ns is not None:
-        sw = service_wait(timeline, alpha, k_sockq_s_base_ns)
-        comps["x"] = sw["x"].to_numpy()
-        comps["w"] = sw["w"].to_numpy()
-    comps = {k: v for k, v in comps.items() if np.isfinite(v).any()}
-    mt = timeline["msg_type"].astype(str).to_numpy() if len(timeline) else np.array([], dtype=str)
-    types = [t for t in MSG_TYPES if (mt == t).any()]
-    rows = []
-    groups = [(t, mt == t) for t in types] + [("ALL", np.ones(len(mt), bool))]
+    codes, uniq = pd.factorize(timeline["msg_type"], use_na_sentinel=True)
+    uniq = [str(u) for u in uniq]
+    groups = [(t, codes == uniq.index(t)) for t in MSG_TYPES if t in uniq]
+    groups.append(("ALL", np.ones(len(timeline), bool)))
+    rows = [{"msg_type": name, "count": int(m.sum())} for name, m in groups]
     pct = quantile * 100
-    for name, m in groups:
-        row: dict = {"msg_type": name, "count": int(m.sum())}
-        for c, v in comps.items():
-            x = v[m]
-            x = x[np.isfinite(x)] / scale
+
+    def arrays():  # one component at a time keeps memory at one float column
+        for name, (a, b) in COMPONENTS.items():
+            v, na = _diff(timeline, a, b)
+            f = v.astype(np.float64)
+            del v
+            f[na] = np.nan
+            yield name, f
+        if alpha is not None and k_sockq_s_base_ns is not None:
+            sw = service_wait(timeline, alpha, k_sockq_s_base_ns)
+            yield "x", sw["x"].to_numpy()
+            yield "w", sw["w"].to_numpy()
+
+    for c, v in arrays():
+        fin = np.isfinite(v)
+        if not fin.any():
+            continue
+        for row, (name, m) in zip(rows, groups):
+            x = v[m & fin] / scale
             row[f"{c}_count"] = int(len(x))
             if len(x):
                 row[f"{c}_mean"] = float(x.mean())
@@ -114,5 +123,4 @@ def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = N
                 row[f"{c}_p99"] = float(np.percentile(x, pct))
             else:
                 row[f"{c}_mean"] = row[f"{c}_median"] = row[f"{c}_p99"] = np.nan
-        rows.append(row)
     return pd.DataFrame(rows)

@@ -125,11 +125,14 @@ def _lit_words(lit: bytes) -> list[tuple[int, np.uint64, np.uint64]]:
 
 
 def _match(w: np.ndarray, pos: np.ndarray, lit: bytes) -> np.ndarray:
-    """True where ``buf[pos:pos+len(lit)] == lit``."""
-    ok = (pos >= 0) & (pos < len(w))
-    p = np.where(ok, pos, 0)
+    """True where ``buf[pos:pos+len(lit)] == lit``; positions are clipped into the buffer
+    (the PAD bytes make every position derived from a line valid)."""
+    p = np.clip(pos, 0, len(w) - 1 - len(lit))
+    ok = None
     for k, val, mask in _lit_words(lit):
-        ok &= (w[np.minimum(p + k, len(w) - 1)] & mask) == val
+        x = w[p + k] if k else w[p]
+        m = (x & mask) == val if mask != _FULL else x == val
+        ok = m if ok is None else ok & m
     return ok
 
 

@@ -12,6 +12,8 @@ and the gap in percent:
 The measured knee is interpolated linearly in the drop rate between the two loads each table
 gives (the last below and the first above 1 %); the simulated knee likewise from a grid of
 rates around it.  Rows outside 10 % are flagged ``within_10pct = False``, not hidden.
+
+Known gaps (see :data:`GAPS`).
 """
 from __future__ import annotations
 
@@ -77,6 +79,25 @@ KNEES: list[tuple[str, int, int, str, float, float, float, float]] = [
     ("7.8", 6, 8, "enhanced", 6400, 0.0090, 6600, 0.0146),
     ("7.8", 6, 16, "enhanced", 4200, 0.00935, 4400, 0.0157),
 ]
+
+GAPS = """Known gaps and why:
+- Tables 4.4/4.5 waiting times: not within 10 %. The simulated packet stream is the superposition of
+  call flows (180+200 back to back, ACK right after 200), burstier than the Poisson packet stream the
+  thesis's P-K model assumes; with Poisson arrivals the simulator sits 45-60 % above the measured W
+  (the thesis's own P-K is within 7-24 %).  With deterministic call arrivals it is lower than measured
+  at 600-900 cps (the thesis attributes the measured excess to INVITEs colliding with the previous
+  calls' teardown under fixed holding times, which depends on UAC/UAS reaction times the thesis does
+  not report; ours are assumptions).  The 0.31 us at 100 cps (det.) is below what any non-zero
+  intra-call queueing gives.
+- 1-core knees: Tables 6.1/6.2 (baseline/enhanced) all within 10 % after fitting two free constants
+  (thread_overhead_us, contention) by hand; Table 5.x (default "desktop" scheduler, other kernel) is
+  15-50 % too optimistic at >= 4 threads: in the model the desktop knobs (long slices) mean fewer
+  switches, while the thesis measured worse capacity; the desktop-mode penalty is not modelled.
+- Multi-core 16 threads: the model spreads threads over cores, so per-core thread overhead falls;
+  the thesis measured a steep loss with 16 threads on 2/4/6 cores (sim 17-50 % optimistic).
+- 2-core baseline, 2 threads: the thesis's 5 ms migration cost pins threads; in the model two threads
+  already sit on two cores, so it misses the imbalance (sim +34 %).
+"""
 
 #: relative rates (x measured knee) at which the simulator is run to find its own knee
 FACTORS = (0.6, 0.75, 0.85, 0.95, 1.05, 1.15, 1.3, 1.5)
@@ -150,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "Calibration: simulated vs measured (thesis Tables 4.4/4.5 waiting times; 1%-drop knees of "
         "Tables 5.1-5.6, 6.1/6.2, 7.1/7.2, 7.4/7.5, 7.7/7.8). Measured knees are linear interpolations "
         "between the two loads each table reports. bound '>'/'<' = the simulated knee lies outside the "
-        "simulated rate grid.",
+        "simulated rate grid.\n\n" + GAPS,
         f"python -m sipperf.sim.calibrate --calls {a.calls}")
     with pd.option_context("display.width", 200):
         print(df.to_string(index=False))

@@ -43,11 +43,13 @@ def run_point(point: dict[str, Any]) -> dict[str, Any]:
 
 
 def grid(rates: Iterable[float], threads: Iterable[int], cores: Iterable[int], modes: Iterable[str],
-         reps: int, calls: int, arrivals: str = "poisson", seed0: int = 0) -> list[dict[str, Any]]:
+         reps: int, calls: int, arrivals: str = "poisson", seed0: int = 0,
+         machine: str = "ch5") -> list[dict[str, Any]]:
     pts = []
     for i, (r, c, n, m, k) in enumerate(itertools.product(rates, threads, cores, modes, range(reps))):
         pts.append({"rate_cps": float(r), "calls": int(calls), "threads": int(c), "cores": int(n),
-                    "sched_mode": m, "arrivals": arrivals, "seed": seed0 + 1000 * k + i})
+                    "sched_mode": m, "arrivals": arrivals, "machine": machine,
+                    "seed": seed0 + 1000 * k + i})
     return pts
 
 
@@ -102,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--calls", type=int, default=10_000)
     ap.add_argument("--arrivals", default="poisson")
+    ap.add_argument("--machine", default="ch5", help="ch5 (Xeon, ch. 5-7) or ch4 (i3, ch. 4)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
     ap.add_argument("--out", default=str(OUT_DIR / "sim_sweep.csv"))
     a = ap.parse_args(argv)
     f = lambda s, t: [t(x) for x in s.split(",") if x]  # noqa: E731
     pts = grid(f(a.rates, float), f(a.threads, int), f(a.cores, int), f(a.modes, str), a.reps, a.calls,
-               a.arrivals)
+               a.arrivals, machine=a.machine)
     t = time.perf_counter()
     df = run_sweep(pts, a.scheduler, a.workers)
     cmd = "python -m sipperf.sim.sweep " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
