@@ -21,14 +21,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sipperf.ingest.lab_dataset import save_run
+from sipperf.ingest.lab_dataset import load_meta, load_run, save_run
 from sipperf.ingest.lab_run import completeness, read_run
 from sipperf.lab import sipp
 from sipperf.lab.procs import exit_on_sigterm
 from sipperf.lab.run import LabConfig, run_lab
+from sipperf.timeline import INSTANTS
 
 HERE = Path(__file__).resolve().parent
-KEEP_RAW = ("rate-0025", "rate-0050")
+KEEP_RAW = ("rate-0025",)
 RAW_FILES = ("capture.pcapng", "proxy.log", "trace.log")
 RAW_PLAIN = ("meta.json", "kamailio.cfg", "tracer.bt", "uac_stats.csv", "poisson_offsets.csv")
 
@@ -87,6 +88,8 @@ def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
         "pdr": round(float(rel["dropped"].fillna(False).mean()), 5) if len(rel) else float("nan"),
         "rcvbuf_errors": meta["udp_snmp_delta"].get("RcvbufErrors"),
         "complete_7": round(completeness(tl), 4),
+        "complete_7_forwarded": round(float(
+            recv[recv["t_wire_out"].notna()][list(INSTANTS)].notna().all(axis=1).mean()), 4),
         "median_wire_us": med_us(recv["t_wire_out"] - recv["t_wire_in"]),
         "median_sojourn_us": med_us(recv["t_dep"] - recv["t_arr"]),
         "median_k_wait_us": med_us(recv["t_sockq"] - recv["t_stack"]),
@@ -102,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=("rate", "workers", "sched"), action="append")
     ap.add_argument("--runs", nargs="*", help="record only these run ids")
+    ap.add_argument("--reindex", action="store_true", help="rebuild index.csv from runs/ and stop")
     ap.add_argument("--scratch", default="/tmp/sipperf-lab-record")
     ap.add_argument("--out", default=str(HERE))
     a = ap.parse_args(argv)
@@ -110,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(a.scratch)
     index_p = out / "index.csv"
     index = pd.read_csv(index_p) if index_p.exists() else pd.DataFrame()
+    if a.reindex:
+        series = {run_id: s for s, run_id, _ in plan()}
+        rows = [summarize(series[run_id], run_id, load_run(out / "runs" / run_id)[0],
+                          load_meta(out / "runs" / run_id)) for run_id in index["run_id"]]
+        pd.DataFrame(rows).to_csv(index_p, index=False)
+        return 0
     for series, run_id, cfg in plan():
         if (a.only and series not in a.only) or (a.runs and run_id not in a.runs):
             continue

@@ -19,7 +19,7 @@ TIME_COLS: tuple[str, ...] = (*INSTANTS, "t_wire_in", "t_wire_out", "t_script_in
 KEEP: tuple[str, ...] = (
     "call_id", "cseq", "cseq_method", "kind", "method", "status", "msg_type", "src", "dst",
     "size", *INSTANTS, "dropped", "drop_reason", "worker", "t_wire_in", "t_wire_out",
-    "t_script_in", "recv_enter", "recv_copied", "send_enter", "sockq_src", "origin",
+    "t_script_in", "recv_copied", "sockq_src", "origin",
 )
 _DICT = ["call_id", "cseq_method", "kind", "method", "msg_type", "src", "dst", "drop_reason",
          "sockq_src", "origin"]

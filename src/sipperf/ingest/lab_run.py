@@ -210,6 +210,14 @@ def read_run(run_dir: str | Path, *, run_id: str | None = None) -> tuple[pd.Data
     pair["recv_exit"] = pd.array([NA] * len(pair), dtype="Int64")
     if ev is not None and len(ev["F"]):
         F = ev["F"].sort_values("t", kind="stable").reset_index(drop=True)
+        if F["tid"].nunique() == 1:
+            # one reader: the n-th datagram queued is the n-th recvfrom -- check by length
+            queued = ing[ing["t_stack"].notna()].sort_values("t_stack")["size"].to_numpy()
+            got = F["ret"].to_numpy()
+            n = min(len(queued), len(got))
+            same = int((queued[:n] == got[:n]).sum())
+            notes.append(f"FIFO check (one reader): the n-th queued datagram has the n-th "
+                         f"recvfrom's length for {same}/{n}")
         xs = pair.sort_values("line", kind="stable").reset_index(drop=True)
         idx, sk_f, sk_x = _align_by_length(F["tid"].to_numpy(), F["ret"].to_numpy(),
                                            xs["pid"].to_numpy(), xs["length"].to_numpy())
