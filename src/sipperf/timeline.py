@@ -175,6 +175,15 @@ def msg_type_vector(kind: pd.Series, method: pd.Series, status: pd.Series,
     return out
 
 
+def _null_column(dtype: str, n: int, fill_false: bool = False):
+    """An all-null (or all-False) column of ``dtype``, built without Python lists."""
+    if dtype == "Int64":
+        return pd.arrays.IntegerArray(np.zeros(n, "int64"), np.ones(n, bool))
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(np.zeros(n, bool), np.full(n, not fill_false))
+    return pd.array(np.full(n, None, dtype=object), dtype=dtype)
+
+
 def empty() -> pd.DataFrame:
     return make_timeline({})
 
@@ -187,14 +196,20 @@ def make_timeline(data: pd.DataFrame | Mapping[str, Any], *, validate: bool = Tr
     e.g. ``via_branch``, ``worker``).  Instants may be given as integers (ns) or floats
     (ns); they are stored as ``Int64``.
     """
-    df = pd.DataFrame(data) if not isinstance(data, pd.DataFrame) else data.copy()
+    if isinstance(data, pd.DataFrame):
+        df = data.copy()
+    else:
+        # convert integer columns given as Python lists exactly (a list with None would
+        # otherwise become float64 and lose nanoseconds near 1e18)
+        df = pd.DataFrame({
+            k: (pd.array(list(v), dtype="Int64")
+                if SCHEMA.get(k) == "Int64" and isinstance(v, (list, tuple)) else v)
+            for k, v in data.items()
+        })
     n = len(df)
     for col, dtype in SCHEMA.items():
         if col not in df.columns:
-            if col == "dropped":
-                df[col] = pd.array([False] * n, dtype="boolean")
-            else:
-                df[col] = pd.array([None] * n, dtype=dtype)
+            df[col] = _null_column(dtype, n, fill_false=(col == "dropped"))
     if df["msg_type"].isna().all() and n:
         df["msg_type"] = msg_type_vector(df["kind"], df["method"], df["status"], df["cseq_method"])
     for col, dtype in SCHEMA.items():
@@ -202,9 +217,11 @@ def make_timeline(data: pd.DataFrame | Mapping[str, Any], *, validate: bool = Tr
             try:
                 if dtype == "Int64" and df[col].dtype.kind == "f":
                     vals = df[col].to_numpy()
-                    arr = pd.array(np.where(np.isnan(vals), 0, vals).astype("int64"), dtype="Int64")
-                    arr[np.isnan(vals)] = pd.NA
-                    df[col] = arr
+                    nan = np.isnan(vals)
+                    df[col] = pd.arrays.IntegerArray(np.where(nan, 0, vals).astype("int64"), nan)
+                elif dtype == "Int64" and df[col].dtype == object:
+                    # exact: Python ints with None must not pass through float64 (ns near 1e18)
+                    df[col] = pd.array(df[col].tolist(), dtype="Int64")
                 else:
                     df[col] = df[col].astype(dtype)
             except (TypeError, ValueError) as e:
@@ -233,10 +250,19 @@ def validate_timeline(df: pd.DataFrame) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise TimelineError(f"row {i}: msg_type {df['msg_type'].iloc[i]!r} not in {MSG_TYPES}")
-    # instants must be non-decreasing along the path where both ends are present
-    for a, b in zip(INSTANTS, INSTANTS[1:]):
-        d = (df[b] - df[a]).to_numpy(dtype="float64", na_value=np.nan)
-        neg = d < 0
+    # instants must be non-decreasing along the path, also across missing ones
+    first = INSTANTS[0]
+    last = df[first].to_numpy(dtype="int64", na_value=0)
+    last_name = np.full(len(df), first, dtype=object)
+    have = df[first].notna().to_numpy()
+    for b in INSTANTS[1:]:
+        vb = df[b].to_numpy(dtype="int64", na_value=0)
+        hb = df[b].notna().to_numpy()
+        neg = hb & have & (vb < last)
         if neg.any():
             i = int(np.flatnonzero(neg)[0])
-            raise TimelineError(f"row {i}: {b} < {a} (negative interval {d[i]:.0f} ns)")
+            raise TimelineError(
+                f"row {i}: {b} < {last_name[i]} (negative interval {int(vb[i]) - int(last[i])} ns)")
+        last = np.where(hb, vb, last)
+        last_name = np.where(hb, b, last_name)
+        have = have | hb
