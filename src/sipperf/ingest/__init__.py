@@ -117,8 +117,12 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
             from sipperf.ingest.pcap import read_pcap
             tl, rep = read_pcap(p, proxy=proxy)
         elif kind == "lab":
-            from sipperf.ingest.lab_run import read_run
-            tl, rep = read_run(p)
+            if (p / "capture.pcapng").exists() or (p / "capture.pcapng.gz").exists() or not (p / "timeline.parquet").exists():
+                from sipperf.ingest.lab_run import read_run
+                tl, rep = read_run(p)
+            else:  # a stored dataset run: the joined timeline without the raw files
+                from sipperf.ingest.lab_dataset import load_run
+                tl, rep = load_run(p)
         elif kind == "sim":
             tl, rep = _sim_dir(p, **kw)
         elif kind == "thesis_log":
