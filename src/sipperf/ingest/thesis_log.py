@@ -85,6 +85,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sipperf.ingest.thesis_scan import gather, scan_block
 from sipperf.timeline import INSTANTS, SCHEMA, IngestError, IngestReport, validate_timeline
 
 MARKER = b"ramekris"
@@ -103,6 +104,26 @@ BLOCK_BYTES = 16 << 20
 CARRY_LINES = 20_000
 _MAX_NUM = 19
 _U64 = np.uint64
+
+
+
+def _libc_trim():
+    try:
+        import ctypes
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return None
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def _release_memory() -> None:
+    """Hand freed block temporaries back to the OS (glibc keeps holes between long-lived
+    arrays otherwise; measured +40 % peak RSS on a 6 M-message log)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+    pa.default_memory_pool().release_unused()
 
 
 # --------------------------------------------------------------------------- byte helpers
@@ -198,15 +219,11 @@ def _next(sorted_pos: np.ndarray, p: np.ndarray, default: int) -> np.ndarray:
 
 
 def _gather_bytes(w: np.ndarray, start: np.ndarray, end: np.ndarray, width: int | None = None) -> np.ndarray:
-    """Fixed-width ``S`` array of ``buf[start:end]`` (NUL padded), 8 bytes per load."""
+    """Fixed-width ``S`` array of ``buf[start:end]`` (NUL padded); ``w`` is the block's word view."""
     ln = np.clip(end - start, 0, None)
     wd = int(width or max(8, -(-int(ln.max() if len(ln) else 1) // 8) * 8))
-    nw = wd // 8
-    out = np.zeros((len(start), nw), dtype="<u8")
-    top = len(w) - 1
-    for k in range(nw):
-        out[:, k] = w[np.minimum(start + 8 * k, top)] & _tail_mask(ln - 8 * k)
-    return out.view(f"S{wd}").ravel()
+    b = np.ndarray(shape=(len(w) + 7,), dtype=np.uint8, buffer=w.base if w.base is not None else w)
+    return gather(b, start, start + ln, wd).view(f"S{wd}").ravel()
 
 
 def _hash_bytes(s: np.ndarray) -> np.ndarray:
@@ -256,74 +273,20 @@ def _parse_block(data: bytes, line0: int, path: str, strict: bool, counts: Count
     buf = b" " * PAD + data + b" " * PAD
     b = np.frombuffer(buf, dtype=np.uint8)
     w = _words(buf)
-    nl = np.flatnonzero(b == 10)
-    n_lines = len(nl)
-    starts = np.concatenate(([PAD], nl[:-1] + 1))
-    ends = nl.copy()
-    cr = (ends > starts) & (b[np.maximum(ends - 1, 0)] == 13)
-    ends = ends - cr
-    eq = np.flatnonzero(b == 61)
-    ceq = np.searchsorted(eq, nl)          # number of '=' before each newline
-    cnt = np.diff(ceq, prepend=0)
-    last = ceq - 1                         # index in eq of each line's last '='
+    n_lines = int(np.count_nonzero(b == 10))
+    starts, ends, kind, iv, okm = scan_block(b, PAD, n_lines, np.zeros(8, np.int64))
     lines = np.arange(n_lines)
-
-    # --- receive lines: the last 8 '=' carry the keys of RECV_KEYS
-    ci = lines[cnt >= 8]
-    base = last[ci] - 7
-    ok = np.ones(len(ci), bool)
-    for k in (0, 4, 5, 7):  # parse_time, now, callid, method_id (+ the '=' count) identify the line
-        key = RECV_KEYS[k]
-        ok &= _match(w, eq[base + k] - len(key) - 1, b" " + key)
-    rl = ci[ok]
-    rb = base[ok]
-    # --- send lines: the last 4 '='
-    cand = cnt >= 4
-    cand[rl] = False
-    ci = lines[cand]
-    base = last[ci] - 3
-    ok = _match(w, eq[base] - len(b"ramekris now"), b"ramekris now")
-    for k in (1, 2):  # ip_out, callid
-        key = SEND_KEYS[k]
-        ok &= _match(w, eq[base + k] - len(key) - 1, b" " + key)
-    sl = ci[ok]
-    sb = base[ok]
-
-    structural = np.zeros(n_lines, bool)
-    structural[rl] = True
-    structural[sl] = True
-    _classify_rest(buf, starts, ends, lines[~structural], counts)
-    sp = None
-
-    def next_space(p, lidx):
-        nonlocal sp
-        if sp is None:
-            sp = np.flatnonzero(b == 32)
-        return np.minimum(_next(sp, p, len(b)), ends[lidx])
+    rl = np.flatnonzero(kind == 1)
+    sl = np.flatnonzero(kind == 2)
+    _classify_rest(buf, starts, ends, np.flatnonzero(kind == 0), counts)
 
     out: dict[str, Any] = {}
-    # ---- receive fields: a value ends where " <next key>=" begins
-    e = [eq[rb + k] for k in range(8)]
-    vend = [e[k + 1] - len(RECV_KEYS[k + 1]) - 1 for k in range(7)]
-    parse_ns, ok1 = _parse_lf_ns(w, e[0] + 1, vend[0])
-    wait_ns, ok2 = _parse_lf_ns(w, e[1] + 1, vend[1])
-    stack_ns, ok3 = _parse_lf_ns(w, e[2] + 1, vend[2])
-    sockq_ns, ok4 = _parse_lf_ns(w, e[3] + 1, vend[3])
-    now_end = next_space(e[4], rl)
-    now_us, ok5 = _parse_int(w, e[4] + 1, now_end)
-    cseq, ok6 = _parse_int(w, e[6] + 1, vend[6])
-    mid, ok7 = _parse_int(w, e[7] + 1, ends[rl])
-    has_req = _match(w, now_end, b" request ")
-    req, ok8 = _parse_int(w, now_end + 9, vend[4])
-    # src_ip: the token between "src_ip " and " parse_time="
-    src_end = e[0] - len(b" parse_time")
-    if sp is None:
-        sp = np.flatnonzero(b == 32)
-    sp_pos = sp[np.maximum(np.searchsorted(sp, src_end) - 1, 0)] if len(sp) else src_end - 1
-    src, ok9 = _parse_int(w, sp_pos + 1, src_end)
-    cid_st, cid_en = e[5] + 1, vend[5]
-    cid_st = cid_st + _match(w, cid_st, b".")
-    okr = ok1 & ok2 & ok3 & ok4 & ok5 & ok6 & ok7 & ok8 & has_req & (cid_en > cid_st)
+    # ---- receive fields (read by scan_block)
+    r_iv, r_ok = iv[rl], okm[rl]
+    parse_ns, wait_ns, stack_ns, sockq_ns = r_iv[:, 0], r_iv[:, 1], r_iv[:, 2], r_iv[:, 3]
+    now_us, cseq, mid, req, src = r_iv[:, 4], r_iv[:, 5], r_iv[:, 6], r_iv[:, 7], r_iv[:, 8]
+    cid_st, cid_en = r_iv[:, 9], r_iv[:, 10]
+    okr = r_ok[:, :8].all(axis=1) & (cid_en > cid_st)
     bad = ~okr
     if bad.any():
         if strict:
@@ -364,18 +327,10 @@ def _parse_block(data: bytes, line0: int, path: str, strict: bool, counts: Count
     }
 
     # ---- send fields
-    e = [eq[sb + k] for k in range(4)]
-    now_us, ok1 = _parse_int(w, e[0] + 1, e[1] - len(b" ip_out"))
-    ipo_end = next_space(e[1], sl)
-    dur_us, ok2 = _parse_int(w, e[1] + 1, ipo_end)
-    has_req = _match(w, ipo_end, b" request ")
-    req, ok4 = _parse_int(w, ipo_end + 9, e[2] - len(b" callid"))
-    cid_st, cid_en = e[2] + 1, e[3] - len(b" cseq")
-    cid_st = cid_st + _match(w, cid_st, b".")
-    cseq_st = e[3] + 1 + _match(w, e[3] + 1, b".")
-    cseq_en = next_space(e[3], sl)
-    cseq, ok3 = _parse_int(w, cseq_st, cseq_en)
-    oks = ok1 & ok2 & ok3 & ok4 & has_req & (cid_en > cid_st)
+    s_iv, s_ok = iv[sl], okm[sl]
+    now_us, dur_us, req, cseq = s_iv[:, 0], s_iv[:, 1], s_iv[:, 2], s_iv[:, 5]
+    cid_st, cid_en, cseq_en = s_iv[:, 3], s_iv[:, 4], s_iv[:, 6]
+    oks = s_ok[:, :5].all(axis=1) & (cid_en > cid_st)
     bad = ~oks
     if bad.any():
         if strict:
@@ -551,7 +506,12 @@ def _to_timeline(parts: list[dict], run_id: str) -> pd.DataFrame:
 
     def col(k):  # concatenate one column, releasing the blocks' copies as we go
         arrs = [p.pop(k) for p in parts]
-        return np.concatenate(arrs) if len(arrs) > 1 else arrs[0]
+        if len(arrs) == 1:
+            return arrs[0]
+        out = np.concatenate(arrs)
+        del arrs
+        _release_memory()
+        return out
 
     callid = pa.chunked_array([p.pop("callid") for p in parts], type=pa.string())
     n = len(callid)
@@ -646,6 +606,7 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
                 parts.append(_finish_chunk(_rows(r, blk["s"], ri, si, r_drop, s_only)))
             del blk, r
             line0 += n_lines
+            _release_memory()
     if bar is not None:
         bar.close()
     if report.read == 0:
