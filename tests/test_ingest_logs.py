@@ -224,20 +224,21 @@ def test_load_nothing_usable(tmp_path):
 
 
 def test_vectorised_number_parsing_matches_python_int():
-    from sipperf.ingest.thesis_log import PAD, _parse_int, _parse_lf_ns, _words
+    from sipperf.ingest.thesis_log import PAD
+    from sipperf.ingest.thesis_scan import _parse_int, _parse_lf_ns  # the compiled tokenizer's readers
 
     rng = np.random.default_rng(0)
     toks = [str(int(v)) for v in rng.integers(-10**15, 10**15, 300)] + ["0", "7", "-1", "1234567890123456",
                                                                         "12a", "", "-", "1.5", "99999999"]
     buf = b" " * PAD + " ".join(toks).encode() + b" " * PAD
-    w = _words(buf)
+    b = np.frombuffer(buf, np.uint8)
     starts, pos = [], PAD
     for t in toks:
         starts.append(pos)
         pos += len(t) + 1
     st = np.array(starts)
     en = st + np.array([len(t) for t in toks])
-    val, ok = _parse_int(w, st, en)
+    val, ok = zip(*[_parse_int(b, s, e) for s, e in zip(st.tolist(), en.tolist())])
     for t, v, o in zip(toks, val, ok):
         try:
             ref = int(t)
@@ -248,5 +249,6 @@ def test_vectorised_number_parsing_matches_python_int():
     lf = ["12.000000", "-1300000000000053.000000", "0.123456", "5"]
     buf = b" " * PAD + " ".join(lf).encode() + b" " * PAD
     st = np.array([PAD + sum(len(x) + 1 for x in lf[:i]) for i in range(len(lf))])
-    ns, ok = _parse_lf_ns(_words(buf), st, st + np.array([len(x) for x in lf]))
-    assert ok.all() and ns.tolist() == [12000, -1300000000000053000, 123, 5000]
+    b = np.frombuffer(buf, np.uint8)
+    ns, ok = zip(*[_parse_lf_ns(b, s, s + len(x)) for s, x in zip(st.tolist(), lf)])
+    assert all(ok) and list(ns) == [12000, -1300000000000053000, 123, 5000]

@@ -95,6 +95,7 @@ def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = N
     uniq = [str(u) for u in uniq]
     groups = [(t, codes == uniq.index(t)) for t in MSG_TYPES if t in uniq]
     groups.append(("ALL", np.ones(len(timeline), bool)))
+    del codes  # int64 per message: not needed once the group masks exist
     rows = [{"msg_type": name, "count": int(m.sum())} for name, m in groups]
     pct = quantile * 100
 
@@ -115,12 +116,14 @@ def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = N
         if not fin.any():
             continue
         for row, (name, m) in zip(rows, groups):
-            x = v[m & fin] / scale
+            x = v[m & fin]
+            x /= scale
             row[f"{c}_count"] = int(len(x))
-            if len(x):
+            if len(x):  # order statistics need no copy of x: reorder it in place after the mean
                 row[f"{c}_mean"] = float(x.mean())
-                row[f"{c}_median"] = float(np.median(x))
-                row[f"{c}_p99"] = float(np.percentile(x, pct))
+                row[f"{c}_median"] = float(np.median(x, overwrite_input=True))
+                row[f"{c}_p99"] = float(np.percentile(x, pct, overwrite_input=True))
             else:
                 row[f"{c}_mean"] = row[f"{c}_median"] = row[f"{c}_p99"] = np.nan
+            del x
     return pd.DataFrame(rows)

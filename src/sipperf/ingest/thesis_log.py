@@ -65,12 +65,13 @@ message that never left the proxy: ``dropped=True``, ``drop_reason="not forwarde
 (absorbed retransmission, ACK of a non-2xx, ...).  A send line without a receive line (e.g.
 the proxy's own ``100 Trying``) is an egress-only row (t_sip_out and t_dep only).
 
-Speed: the file is read in blocks of whole lines (16 MB); each block is parsed with numpy over
-the raw bytes — positions of newline and ``=``, key checks and numbers read 8 bytes at a time
-through an unaligned uint64 view (SWAR digit conversion) — never a Python loop per line
-(only lines that fail the structural test are classified one by one).  Pairing is FIFO per
-key inside a block; unpaired receive lines of the last 20 000 lines are carried to the next
-block.  ``bench/logs.py`` measures a 6 M-message log.
+Speed: the file is read in blocks of whole lines (16 MB) into one reused buffer; each block is
+tokenized by one compiled pass over its bytes (:func:`sipperf.ingest.thesis_scan.scan_block`,
+numba: finds the lines, checks the keys, reads the numbers), the rest is numpy over the
+parsed fields — never a Python loop per line (only lines that fail the structural test are
+classified one by one).  Pairing is FIFO per key inside a block; unpaired receive lines of
+the last 20 000 lines are carried to the next block.  ``bench/logs.py`` measures a
+6 M-message log.
 Resolution is 1 µs (``gettimeofday``).
 """
 from __future__ import annotations
@@ -106,7 +107,6 @@ _MAX_NUM = 19
 _U64 = np.uint64
 
 
-
 def _libc_trim():
     try:
         import ctypes
@@ -119,8 +119,8 @@ _MALLOC_TRIM = _libc_trim()
 
 
 def _release_memory() -> None:
-    """Hand freed block temporaries back to the OS (glibc keeps holes between long-lived
-    arrays otherwise; measured +40 % peak RSS on a 6 M-message log)."""
+    """Hand freed block temporaries back to the OS: glibc otherwise keeps them as holes between
+    the long-lived per-block arrays, which adds to the peak RSS of a 6 M-message read."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
     pa.default_memory_pool().release_unused()
@@ -130,92 +130,11 @@ def _release_memory() -> None:
 # The block is padded with PAD spaces on both sides so 8-byte loads never leave the buffer;
 # ``w`` is an unaligned uint64 view: w[p] holds bytes p..p+7 (little-endian).
 PAD = 16
-_FULL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_Z8 = np.uint64(0x3030303030303030)
+_PADB = b" " * PAD
 
 
-def _words(buf: bytes) -> np.ndarray:
+def _words(buf) -> np.ndarray:
     return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
-
-
-def _lit_words(lit: bytes) -> list[tuple[int, np.uint64, np.uint64]]:
-    out = []
-    for k in range(0, len(lit), 8):
-        part = lit[k:k + 8]
-        val = int.from_bytes(part, "little")
-        mask = (1 << (8 * len(part))) - 1
-        out.append((k, np.uint64(val), np.uint64(mask)))
-    return out
-
-
-def _match(w: np.ndarray, pos: np.ndarray, lit: bytes) -> np.ndarray:
-    """True where ``buf[pos:pos+len(lit)] == lit``; positions are clipped into the buffer
-    (the PAD bytes make every position derived from a line valid)."""
-    p = np.clip(pos, 0, len(w) - 1 - len(lit))
-    ok = None
-    for k, val, mask in _lit_words(lit):
-        x = w[p + k] if k else w[p]
-        m = (x & mask) == val if mask != _FULL else x == val
-        ok = m if ok is None else ok & m
-    return ok
-
-
-def _tail_mask(n: np.ndarray) -> np.ndarray:
-    """uint64 mask keeping the first n (0..8) bytes (low end) of a word."""
-    n = np.clip(n, 0, 8).astype(np.uint64)
-    sh = (np.uint64(8) - n) * np.uint64(8)
-    m = _FULL >> np.minimum(sh, np.uint64(63))
-    return np.where(n == 0, np.uint64(0), np.where(n >= 8, _FULL, m))
-
-
-def _digits8(w: np.ndarray, end: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Value of the ``n`` (0..8) ASCII digits ending at ``end`` (SWAR, 8 bytes per load)."""
-    x = w[end - 8]
-    keep = ~_tail_mask(8 - n)  # keep the high n bytes (the last n characters)
-    x = (x & keep) | (_Z8 & ~keep)
-    ok = ((x & np.uint64(0xF0F0F0F0F0F0F0F0)) == _Z8) & \
-         (((x + np.uint64(0x0606060606060606)) & np.uint64(0xF0F0F0F0F0F0F0F0)) == _Z8)
-    with np.errstate(over="ignore"):
-        v = ((x & np.uint64(0x0F0F0F0F0F0F0F0F)) * np.uint64(2561)) >> np.uint64(8)
-        v = ((v & np.uint64(0x00FF00FF00FF00FF)) * np.uint64(6553601)) >> np.uint64(16)
-        v = ((v & np.uint64(0x0000FFFF0000FFFF)) * np.uint64(42949672960001)) >> np.uint64(32)
-    return v.astype(np.int64), ok
-
-
-def _parse_int(w: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Signed decimal integers (up to 16 digits) in ``buf[start:end]`` -> (int64, ok)."""
-    neg = _match(w, start, b"-")
-    s = start + neg
-    n = end - s
-    ok = (n >= 1) & (n <= 16)
-    nn = np.where(ok, n, 1)
-    e = np.where(ok, end, s + 1)
-    lo, ok1 = _digits8(w, e, np.minimum(nn, 8))
-    hi, ok2 = _digits8(w, e - 8, np.clip(nn - 8, 0, 8))
-    ok &= ok1 & ok2
-    val = hi * 100_000_000 + lo
-    return np.where(neg, -val, val), ok
-
-
-def _parse_lf_ns(w: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``%lf`` µs values (``-12.000000``) -> int64 ns (3 decimals kept) and ok mask.
-
-    A value without a fraction (``12``) is accepted as whole µs."""
-    has_dot = _match(w, end - 7, b".")
-    iend = np.where(has_dot, end - 7, end)
-    ival, ok = _parse_int(w, start, iend)
-    fval, fok = _digits8(w, iend + 4, np.full(len(iend), 3))
-    frac_ok = np.where(has_dot, fok, True)
-    neg = _match(w, start, b"-")
-    frac = np.where(has_dot, fval, 0)
-    ns = ival * 1000 + np.where(neg, -frac, frac)
-    return ns, ok & frac_ok
-
-
-def _next(sorted_pos: np.ndarray, p: np.ndarray, default: int) -> np.ndarray:
-    i = np.searchsorted(sorted_pos, p, side="right")
-    ext = np.append(sorted_pos, default)
-    return ext[i]
 
 
 def _gather_bytes(w: np.ndarray, start: np.ndarray, end: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -254,7 +173,7 @@ def _key(h: np.ndarray, cseq: np.ndarray, req: np.ndarray) -> np.ndarray:
 def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.ndarray,
                    counts: Counter) -> None:
     for i in idx.tolist():
-        line = buf[starts[i]:ends[i]]
+        line = bytes(buf[starts[i]:ends[i]])
         if not line.strip():
             counts["empty line"] += 1
         elif MARKER in line:
@@ -268,14 +187,12 @@ def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.nda
             counts["not an instrumentation line"] += 1
 
 
-def _parse_block(data: bytes, line0: int, path: str, strict: bool, counts: Counter,
-                 notes: Counter) -> dict[str, Any]:
-    buf = b" " * PAD + data + b" " * PAD
+def _parse_block(buf, line0: int, path: str, strict: bool, counts: Counter,
+                 notes: Counter, n_lines: int) -> dict[str, Any]:
+    """Parse the ``n_lines`` whole lines in ``buf`` (bytes-like, PAD spaces on both sides)."""
     b = np.frombuffer(buf, dtype=np.uint8)
     w = _words(buf)
-    n_lines = int(np.count_nonzero(b == 10))
     starts, ends, kind, iv, okm = scan_block(b, PAD, n_lines, np.zeros(8, np.int64))
-    lines = np.arange(n_lines)
     rl = np.flatnonzero(kind == 1)
     sl = np.flatnonzero(kind == 2)
     _classify_rest(buf, starts, ends, np.flatnonzero(kind == 0), counts)
@@ -465,7 +382,11 @@ def _rows(r: dict, s: dict, ri, si, r_drop, s_only) -> dict[str, Any]:
 def _finish_chunk(c: dict) -> dict:
     """Per block: sort rows by line, resolve codes, turn Call-IDs into an Arrow string array."""
     order = np.argsort(c["line"], kind="stable")
-    c = {k: (v[:, order] if v.ndim == 2 else v[order]) for k, v in c.items()}
+    inst, miss = c.pop("inst"), c.pop("miss")
+    c = {k: v[order] for k, v in c.items()}
+    # one array per instant (not views of a 7-row block) so _to_timeline frees each as it goes
+    inst = [inst[k][order] for k in range(7)]
+    miss = [miss[k][order] for k in range(7)]
     n = len(c["line"])
     req = c["req"]
     is_req = req < 100
@@ -491,7 +412,7 @@ def _finish_chunk(c: dict) -> dict:
         "line": c["line"], "cseq": c["cseq"], "req": req.astype(np.int32),
         "mcode": mcode.astype(np.int8), "rcode": rcode.astype(np.int8), "mt": mt,
         "src": c["src"], "src_null": c["src_null"], "dropped": c["dropped"],
-        **{f"i{k}": c["inst"][k] for k in range(7)}, **{f"m{k}": c["miss"][k] for k in range(7)},
+        **{f"i{k}": inst[k] for k in range(7)}, **{f"m{k}": miss[k] for k in range(7)},
         "callid": pa.array(c["callid"]).cast(pa.string()),
     }
 
@@ -520,9 +441,11 @@ def _to_timeline(parts: list[dict], run_id: str) -> pd.DataFrame:
     req = col("req")
     is_req = req < 100
     src, src_null = col("src"), col("src_null")
-    uq, sinv = np.unique(src, return_inverse=True)
+    uq = np.unique(src)
+    sinv = np.searchsorted(uq, src)  # = np.unique's inverse, without its argsort scratch
     src_names = [f"{v & 255}.{(v >> 8) & 255}.{(v >> 16) & 255}.{(v >> 24) & 255}" for v in uq.tolist()]
-    src_codes = np.where(src_null, len(src_names), sinv.ravel())
+    sinv[src_null] = len(src_names)
+    src_codes = sinv
     del src, src_null, sinv
     data: dict[str, Any] = {
         "run_id": _strings([run_id], np.zeros(n, np.int32)),
@@ -543,7 +466,9 @@ def _to_timeline(parts: list[dict], run_id: str) -> pd.DataFrame:
     dropped = col("dropped")
     data["dropped"] = pd.arrays.BooleanArray(dropped, np.zeros(n, bool))
     data["drop_reason"] = _strings([None, "not forwarded"], dropped.astype(np.int32))
-    data["line"] = pd.arrays.IntegerArray(col("line") + 1, np.zeros(n, bool))
+    line = col("line")
+    line += 1
+    data["line"] = pd.arrays.IntegerArray(line, np.zeros(n, bool))
     return pd.DataFrame(data, copy=False)
 
 
@@ -572,27 +497,42 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
     carry: dict | None = None
     line0 = 0
     rest = b""
+    # one reused buffer: PAD spaces | unfinished line carried over | block read in place | PAD
+    area = bytearray(_PADB)
+    rest_len = 0
     with open(path, "rb") as fh:
         eof = False
         while not eof:
-            chunk = fh.read(block_bytes)
-            eof = len(chunk) < block_bytes
-            data = rest + chunk
-            if eof:
-                if data and not data.endswith(b"\n"):
-                    data += b"\n"
-                rest = b""
-            else:
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:
-                    rest = data
-                    continue
-                data, rest = data[:cut], data[cut:]
+            need = 2 * PAD + rest_len + block_bytes + 1
+            if len(area) < need:
+                grown = bytearray(need)
+                grown[:PAD + rest_len] = area[:PAD + rest_len]
+                area = grown
+            got = fh.readinto(memoryview(area)[PAD + rest_len:PAD + rest_len + block_bytes])
+            eof = got < block_bytes
+            end = PAD + rest_len + got
             if bar is not None:
-                bar.update(len(chunk))
-            if not data:
+                bar.update(got)
+            if eof:  # whole lines: the last one gets its newline
+                if end > PAD and area[end - 1] != 10:
+                    area[end] = 10
+                    end += 1
+                cut = end
+            else:  # the carried part never holds a newline: cut after the block's last one
+                cut = area.rfind(b"\n", PAD + rest_len, end) + 1
+                if cut == 0:
+                    rest_len += got
+                    continue
+            tail = bytes(area[cut:end])  # the unfinished last line, before the PAD overwrites it
+            if cut > PAD:
+                area[cut:cut + PAD] = _PADB
+                n_nl = area.count(b"\n", PAD, cut)
+                blk = _parse_block(memoryview(area)[:cut + PAD], line0, str(path), strict, counts,
+                                   notes, n_nl)
+            area[PAD:PAD + len(tail)] = tail
+            rest_len = len(tail)
+            if cut <= PAD:
                 continue
-            blk = _parse_block(data, line0, str(path), strict, counts, notes)
             n_lines = blk["n_lines"]
             report.read += n_lines
             r = blk["r"]
@@ -620,6 +560,7 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
                           f"no thesis-format instrumentation line found ({dict(report.skipped)})")
     if validate:
         validate_timeline(df)
+    _release_memory()
     return df, report.check()
 
 
