@@ -18,17 +18,16 @@ import pandas as pd
 
 from sipperf.timeline import INSTANTS
 
+from sipperf import components as _components
+
 __all__ = ["COMPONENTS", "INSTANT_LABELS", "thesis_breakdown", "cumulative_instants",
            "interrupts_per_packet", "timeline_components", "draw_instants"]
 
-#: components in path order, with the instants that bound them (thesis eq. 3.1–3.3)
+#: the six consecutive components along the path, each as (earlier, later) instant
+#: (thesis eq. 3.1–3.3); the definitions themselves live in :mod:`sipperf.components`
 COMPONENTS: dict[str, tuple[str, str]] = {
-    "k_stack": ("t_arr", "t_stack"),
-    "k_sockq": ("t_stack", "t_sockq"),
-    "k_copy": ("t_sockq", "t_sip_in"),
-    "t_sip1": ("t_sip_in", "t_sip_c"),
-    "t_sip2": ("t_sip_c", "t_sip_out"),
-    "k_snd": ("t_sip_out", "t_dep"),
+    name: (_components.COMPONENTS[name][1], _components.COMPONENTS[name][0])
+    for name in ("k_stack", "k_sockq", "k_copy", "t_sip1", "t_sip2", "k_snd")
 }
 INSTANT_LABELS: dict[str, str] = {
     "t_arr": "$t_{arr}$", "t_stack": "$t_{stack}$", "t_sockq": "$t_{sockq}$", "t_sip_in": "$t_{sip,in}$",
