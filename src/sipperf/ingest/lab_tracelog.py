@@ -37,10 +37,14 @@ _COUNT = re.compile(r"^@n_(\w+):\s*(\d+)\s*$")
 
 
 def open_text(path: Path):
+    """Open a (possibly gzipped) text log; an unreadable file raises :class:`IngestError`."""
     path = Path(path)
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", errors="replace")
-    return open(path, errors="replace")
+    try:
+        if path.suffix == ".gz":
+            return gzip.open(path, "rt", errors="replace")
+        return open(path, errors="replace")
+    except OSError as e:
+        raise IngestError(path, "open", str(e)) from e
 
 
 def read_tracelog(path: str | Path) -> tuple[dict[str, pd.DataFrame], IngestReport]:
@@ -56,11 +60,7 @@ def read_tracelog(path: str | Path) -> tuple[dict[str, pd.DataFrame], IngestRepo
     rows: dict[str, list[list[int]]] = {k: [] for k in FIELDS}
     counts: dict[str, int] = {}
     lost = 0
-    try:
-        fh = open_text(path)
-    except OSError as e:
-        raise IngestError(path, "open", str(e)) from e
-    with fh:
+    with open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             report.read += 1
             s = line.strip()

@@ -36,11 +36,7 @@ def read_xlog(path: str | Path) -> tuple[pd.DataFrame, IngestReport]:
     path = Path(path)
     report = IngestReport(source="lab-xlog", path=str(path))
     recs: list[tuple] = []
-    try:
-        fh = open_text(path)
-    except OSError as e:
-        raise IngestError(path, "open", str(e)) from e
-    with fh:
+    with open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             report.read += 1
             i = line.find(MARK)
