@@ -4,7 +4,7 @@
 
 Series (see README.md): ``rate`` (1 worker, Poisson arrivals, light load into overload),
 ``workers`` (1, 2, 4, 8 workers at two rates), ``sched`` (default vs SCHED_FIFO vs pinned at
-two rates).  Each run goes through ``sipperf.lab.run.run_lab`` into a scratch directory, is
+two rates), ``sched_load`` (the same while two busy loops compete for the CPUs).  Each run goes through ``sipperf.lab.run.run_lab`` into a scratch directory, is
 joined by ``sipperf.ingest.lab_run.read_run`` and stored compactly by
 ``sipperf.ingest.lab_dataset.save_run``; ``index.csv`` gets one summary row per run.  The raw
 files (pcapng, proxy log, tracer log; gzipped) are kept for the runs named in ``KEEP_RAW``.
@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,7 +39,7 @@ RAW_PLAIN = ("meta.json", "kamailio.cfg", "tracer.bt", "uac_stats.csv", "poisson
 
 def plan() -> list[tuple[str, str, LabConfig]]:
     runs = []
-    for rate in (25, 50, 100, 150, 200, 250, 300, 400, 600, 900, 1500):
+    for rate in (25, 50, 100, 150, 200, 250, 300, 400, 600, 900, 1500, 2000, 3000):
         calls = int(min(max(rate * 4, 150), 1000 if rate <= 600 else 1500))
         runs.append(("rate", f"rate-{rate:04d}", LabConfig(rate_cps=rate, calls=calls, workers=1,
                                                            arrivals="poisson", seed=rate)))
@@ -50,7 +53,36 @@ def plan() -> list[tuple[str, str, LabConfig]]:
             runs.append(("sched", f"sched-{sched}-r{rate:04d}",
                          LabConfig(rate_cps=rate, calls=rate * 3, workers=1, arrivals="poisson",
                                    sched=sched, seed=2000 + rate)))
+    for rate in (200, 300):  # the same runs while BACKGROUND_HOGS busy loops compete for the CPUs
+        for sched in ("default", "fifo", "pinned"):
+            runs.append(("sched_load", f"schedload-{sched}-r{rate:04d}",
+                         LabConfig(rate_cps=rate, calls=rate * 3, workers=1, arrivals="poisson",
+                                   sched=sched, seed=2000 + rate)))
     return runs
+
+
+BACKGROUND_HOGS = 2          #: CPU-bound competitors in the ``sched_load`` series (one per CPU)
+BACKGROUND_LIMIT_S = 120.0   #: each hog exits by itself after this long, even if never stopped
+_HOG = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def start_hogs(n: int) -> list[subprocess.Popen]:
+    """Start ``n`` bounded busy-loop processes at nice 0 (not pinned): a controlled stand-in for
+    the unrelated work a shared server runs.  Stop them with :func:`stop_hogs` (by pid)."""
+    return [subprocess.Popen([sys.executable, "-c", _HOG.format(limit=BACKGROUND_LIMIT_S)])
+            for _ in range(n)]
+
+
+def stop_hogs(hogs: list[subprocess.Popen]) -> None:
+    for h in hogs:
+        if h.poll() is None:
+            os.kill(h.pid, signal.SIGTERM)
+    for h in hogs:
+        try:
+            h.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(h.pid, signal.SIGKILL)
+            h.wait()
 
 
 def arrival_lateness_ms(tl: pd.DataFrame, meta: dict) -> tuple[float, float]:
@@ -103,7 +135,7 @@ def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=("rate", "workers", "sched"), action="append")
+    ap.add_argument("--only", choices=("rate", "workers", "sched", "sched_load"), action="append")
     ap.add_argument("--runs", nargs="*", help="record only these run ids")
     ap.add_argument("--reindex", action="store_true", help="rebuild index.csv from runs/ and stop")
     ap.add_argument("--scratch", default="/tmp/sipperf-lab-record")
@@ -126,13 +158,23 @@ def main(argv: list[str] | None = None) -> int:
         rd = scratch / run_id
         shutil.rmtree(rd, ignore_errors=True)
         print(f"== {run_id}", flush=True)
+        hogs = start_hogs(BACKGROUND_HOGS) if series == "sched_load" else []
         try:
             run_lab(cfg, rd, log=lambda s: print("  ", s, flush=True))
-            tl, rep = read_run(rd, run_id=run_id)
         except Exception as e:  # one failed run must not lose the others
             print(f"   FAILED: {type(e).__name__}: {e}", flush=True)
             continue
+        finally:
+            stop_hogs(hogs)
+        try:
+            tl, rep = read_run(rd, run_id=run_id)
+        except Exception as e:
+            print(f"   FAILED: {type(e).__name__}: {e}", flush=True)
+            continue
         meta = json.loads((rd / "meta.json").read_text())
+        meta["background"] = {"busy_loops": len(hogs), "nice": 0, "pinned": False,
+                              "limit_s": BACKGROUND_LIMIT_S,
+                              "what": "python busy loops started before and stopped (by pid) after the run"}
         meta["ingest_report"] = rep.to_dict()
         save_run(tl, meta, out / "runs" / run_id)
         row = summarize(series, run_id, tl, meta)
