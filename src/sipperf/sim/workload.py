@@ -5,7 +5,10 @@ Thesis §4.1.2: the patched SIPp reads a file of inter-arrival times (one per li
 run).  Each call produces INVITE, 180, 200, ACK, BYE, 200 through the proxy (Fig. 2.2);
 the follow-up messages are timed from the proxy's own departures (see kernel_path), so the
 packet stream at the proxy is the superposition the thesis describes, not a Poisson stream.
-All random numbers are drawn here, in numpy arrays, from one seeded generator.
+The UA reaction times (INVITE -> 180, 180 -> 200, 200 -> ACK, BYE -> 200) are exponential by
+default, or constant / gamma (``WorkloadParams.react_dist``, ``react_cv``); ``tick_us`` moves each
+INVITE to SIPp's next timer tick.  All random numbers are drawn here, in numpy arrays, from one
+seeded generator (with the defaults the draws are exactly those of earlier versions).
 """
 from __future__ import annotations
 
@@ -87,6 +90,8 @@ def draw(w: WorkloadParams, s: ServiceParams, rng: np.random.Generator) -> Workl
     if n <= 0:
         raise ValueError("calls must be positive")
     t0 = np.cumsum(interarrivals_us(w, n, rng))
+    if w.tick_us > 0 and w.mode == "sip":
+        t0 = np.ceil(t0 / w.tick_us) * w.tick_us
     if w.mode == "packets":
         m = n
         mtype = rng.integers(0, 6, m).astype(np.int64)
@@ -97,7 +102,24 @@ def draw(w: WorkloadParams, s: ServiceParams, rng: np.random.Generator) -> Workl
     u = service_multipliers(s, m, rng)
 
     def ex(mean: float) -> np.ndarray:
-        return rng.exponential(mean, n) if mean > 0 else np.zeros(n)
+        return reaction_times_us(w, mean, n, rng)
 
+    bye = w.uas_react_us if w.uas_bye_react_us is None else w.uas_bye_react_us
     return Workload(n, m, t0, mtype, u, ex(w.uas_react_us), ex(w.uas_gap_us), ex(w.uac_react_us),
-                    ex(w.uas_react_us))
+                    ex(bye))
+
+
+def reaction_times_us(w: WorkloadParams, mean_us: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` UA reaction times (us) with mean ``mean_us`` and the distribution ``w.react_dist``."""
+    if mean_us <= 0:
+        return np.zeros(n)
+    if w.react_dist == "exp":
+        return rng.exponential(mean_us, n)
+    if w.react_dist == "det":
+        return np.full(n, float(mean_us))
+    if w.react_dist == "gamma":
+        if w.react_cv <= 0:
+            return np.full(n, float(mean_us))
+        k = 1.0 / w.react_cv ** 2
+        return rng.gamma(k, mean_us / k, n)
+    raise ValueError(f"unknown reaction-time distribution {w.react_dist!r} (exp, det, gamma)")
