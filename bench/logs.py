@@ -52,6 +52,9 @@ def main() -> None:
     for _ in range(a.runs):
         out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True, check=True)
         res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        r = res[-1]
+        print(f"  run {len(res)}: {r['seconds']:.2f} s wall (read {r['read_s']:.2f} s), {r['cpu_s']:.2f} s CPU, "
+              f"peak RSS {r['peak_mb']:.0f} MB, load average {os.getloadavg()[0]:.1f}", flush=True)
     sec = statistics.median(r["seconds"] for r in res)
     rd = statistics.median(r["read_s"] for r in res)
     mb = statistics.median(r["peak_mb"] for r in res)

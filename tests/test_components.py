@@ -54,3 +54,25 @@ def test_summary_drops_underivable_components():
     s = components.summary(tl)
     assert [c for c in s.columns if c.endswith("_mean")] == ["sojourn_mean"]
     assert s.sojourn_mean.iloc[-1] == pytest.approx(5.0)
+
+
+def test_summary_matches_plain_numpy():
+    # reference: boolean-mask selection + np.mean / np.median / np.percentile per type
+    from sipperf.ingest.thesis_log import synthetic_timeline
+    tl = synthetic_timeline(400, seed=4)
+    rng = np.random.default_rng(4)
+    for c in ("t_stack", "t_dep"):
+        tl.loc[rng.random(len(tl)) < 0.2, c] = pd.NA
+    tl.loc[rng.random(len(tl)) < 0.1, "msg_type"] = "OTHER"
+    s = components.summary(tl, unit="us", quantile=0.95).set_index("msg_type")
+    mt = tl.msg_type.astype(str).to_numpy()
+    for comp, (a, b) in components.COMPONENTS.items():
+        d = tl[a].to_numpy("int64", na_value=0) - tl[b].to_numpy("int64", na_value=0)  # exact ns
+        v = np.where(tl[a].isna() | tl[b].isna(), np.nan, d.astype(float)) / 1e3
+        for t in list(s.index):
+            x = v[(mt == t) | (t == "ALL")]
+            x = x[np.isfinite(x)]
+            assert s.loc[t, f"{comp}_count"] == len(x)
+            assert s.loc[t, f"{comp}_mean"] == pytest.approx(np.mean(x), rel=1e-12)
+            assert s.loc[t, f"{comp}_median"] == pytest.approx(np.median(x), rel=1e-12)
+            assert s.loc[t, f"{comp}_p99"] == pytest.approx(np.percentile(x, 95), rel=1e-12)

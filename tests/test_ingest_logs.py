@@ -252,3 +252,51 @@ def test_vectorised_number_parsing_matches_python_int():
     b = np.frombuffer(buf, np.uint8)
     ns, ok = zip(*[_parse_lf_ns(b, s, s + len(x)) for s, x in zip(st.tolist(), lf)])
     assert all(ok) and list(ns) == [12000, -1300000000000053000, 123, 5000]
+
+
+def test_pairing_independent_of_call_id_lengths_and_blocks(tmp_path):
+    # call-ids of very different lengths; small blocks put a receive line and its send line in
+    # different blocks next to call-ids of other lengths: every message must still pair
+    tl0 = synthetic_timeline(150, seed=11)
+    rng = np.random.default_rng(11)
+    pad = {c: "x" * int(k) for c, k in zip(tl0.call_id.unique(), rng.integers(0, 60, 150))}
+    tl0["call_id"] = pd.array([c + pad[c] for c in tl0.call_id], dtype="string")
+    p = tmp_path / "lens.log"
+    write_thesis_log(tl0, p)
+    ref = tl0.sort_values(["call_id", "msg_type"]).reset_index(drop=True)
+    for block in (300, 1024, 4096, 1 << 24):
+        tl, rep = read_thesis_log(p, block_bytes=block)
+        assert rep.balanced and rep.n_skipped == 0 and rep.messages == len(tl0), block
+        assert not tl.dropped.any() and tl.t_arr.notna().all() and tl.t_dep.notna().all(), block
+        got = tl.sort_values(["call_id", "msg_type"]).reset_index(drop=True)
+        for c in INSTANTS:
+            np.testing.assert_array_equal((ref[c].to_numpy("int64") // 1000) * 1000, got[c].to_numpy("int64"))
+
+
+def test_strict_error_with_small_blocks(fx):
+    # the error is raised from the block that holds the bad line, the reader thread stops
+    with pytest.raises(IngestError, match=r"thesis_negative.log: line 2: negative interval"):
+        read_thesis_log(fx / "thesis_negative.log", strict=True, block_bytes=128)
+
+
+def test_file_ending_on_a_block_boundary_keeps_carried_lines(tmp_path):
+    # the last read returns 0 bytes: a receive line still waiting for its send line must become
+    # a dropped row (and the account must balance)
+    p = tmp_path / "edge.log"
+    p.write_text(f"{PFX} src_ip 1 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+                 f"sock_recvtime=1.000000 now=1300000000000100 request 4 callid=y cseq=1 method_id=4\n")
+    tl, rep = read_thesis_log(p, block_bytes=p.stat().st_size)
+    assert rep.balanced and (rep.read, rep.parsed, rep.messages) == (1, 1, 1)
+    assert bool(tl.dropped.iloc[0]) and tl.call_id.iloc[0] == "y"
+
+
+def test_columns_grow_when_the_file_gets_denser(tmp_path):
+    # the first block holds one long comment line only, so the row estimate made from it is far
+    # too small: the columns must grow and the result equal that of one big block
+    tl0 = synthetic_timeline(400, seed=12)
+    p = tmp_path / "dense.log"
+    write_thesis_log(tl0, p, label="SYNTHETIC " + "x" * 5000)
+    a, ra = read_thesis_log(p)
+    b, rb = read_thesis_log(p, block_bytes=5100)
+    assert ra.balanced and rb.balanced and len(a) == len(b) == 2400
+    pd.testing.assert_frame_equal(a, b, check_exact=True)

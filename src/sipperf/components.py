@@ -23,9 +23,14 @@ Every component is nullable (``Int64``): null where an instant it needs is missi
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
+from numba import njit
 
+from sipperf.order_stats import median_percentile
 from sipperf.timeline import MSG_TYPES
 
 #: component -> (later instant, earlier instant)
@@ -82,48 +87,141 @@ def service_wait(timeline: pd.DataFrame, alpha: float, k_sockq_s_base_ns: float)
     return pd.DataFrame({"k_sockq_s": np.full(len(timeline), ks), "x": x, "w": w}, index=timeline.index)
 
 
+def _values_mask(tl: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, null mask) of an instant column, without copies for a numpy-backed Int64."""
+    arr = tl[col].array
+    data, mask = getattr(arr, "_data", None), getattr(arr, "_mask", None)
+    if isinstance(data, np.ndarray) and data.dtype == np.int64 and isinstance(mask, np.ndarray):
+        return data, mask
+    return tl[col].to_numpy(dtype="int64", na_value=0), tl[col].isna().to_numpy()
+
+
+@njit(cache=True, nogil=True)
+def _bucket_diff(va, vb, ma, mb, gidx, scale, grouped, out, off):
+    """(va - vb) / scale of the rows where both are present, into ``out``: in row order, or
+    with ``grouped`` by ``gidx`` (row order kept inside a group; -1 = no group), ``off``
+    getting the group offsets.  Returns the number of values (all groups)."""
+    n_groups = off.shape[0] - 1
+    cnt = np.zeros(n_groups, np.int64)
+    n_all = 0
+    for i in range(va.shape[0]):
+        if not (ma[i] or mb[i]):
+            n_all += 1
+            if gidx[i] >= 0:
+                cnt[gidx[i]] += 1
+    off[0] = 0
+    for g in range(n_groups):
+        off[g + 1] = off[g] + cnt[g]
+    pos = off[:n_groups].copy()
+    j = 0
+    for i in range(va.shape[0]):
+        if not (ma[i] or mb[i]):
+            x = np.float64(va[i] - vb[i]) / scale
+            if not grouped:
+                out[j] = x
+                j += 1
+            elif gidx[i] >= 0:
+                out[pos[gidx[i]]] = x
+                pos[gidx[i]] += 1
+    return n_all
+
+
+@njit(cache=True, nogil=True)
+def _bucket_float(v, gidx, scale, grouped, out, off):
+    """As :func:`_bucket_diff` for a float array (non-finite values are left out)."""
+    n_groups = off.shape[0] - 1
+    cnt = np.zeros(n_groups, np.int64)
+    n_all = 0
+    for i in range(v.shape[0]):
+        if np.isfinite(v[i]):
+            n_all += 1
+            if gidx[i] >= 0:
+                cnt[gidx[i]] += 1
+    off[0] = 0
+    for g in range(n_groups):
+        off[g + 1] = off[g] + cnt[g]
+    pos = off[:n_groups].copy()
+    j = 0
+    for i in range(v.shape[0]):
+        if np.isfinite(v[i]):
+            x = v[i] / scale
+            if not grouped:
+                out[j] = x
+                j += 1
+            elif gidx[i] >= 0:
+                out[pos[gidx[i]]] = x
+                pos[gidx[i]] += 1
+    return n_all
+
+
 def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = None,
             k_sockq_s_base_ns: float | None = None, quantile: float = 0.99) -> pd.DataFrame:
     """One row per message type present (canonical order) plus ``ALL``: for every component it
     could derive (at least one non-null value), ``<comp>_count``, ``_mean``, ``_median``,
     ``_p99`` in ``unit`` (ns, us, ms, s); ``count`` is the number of messages.  With ``alpha``
-    and ``k_sockq_s_base_ns`` also ``x`` (service, eq. 4.1) and ``w`` (wait)."""
+    and ``k_sockq_s_base_ns`` also ``x`` (service, eq. 4.1) and ``w`` (wait).
+
+    The numbers are those of ``x.mean()``, ``np.median`` and ``np.percentile`` on each group's
+    values (row order), bit for bit; one compiled pass per component groups the values and
+    :mod:`sipperf.order_stats` selects the order statistics without sorting."""
     if unit not in UNIT_NS:
         raise ValueError(f"unit {unit!r} not in {list(UNIT_NS)}")
-    scale = UNIT_NS[unit]
+    scale = float(UNIT_NS[unit])
+    n = len(timeline)
     codes, uniq = pd.factorize(timeline["msg_type"], use_na_sentinel=True)
     uniq = [str(u) for u in uniq]
-    groups = [(t, codes == uniq.index(t)) for t in MSG_TYPES if t in uniq]
-    groups.append(("ALL", np.ones(len(timeline), bool)))
-    del codes  # int64 per message: not needed once the group masks exist
-    rows = [{"msg_type": name, "count": int(m.sum())} for name, m in groups]
+    names = [t for t in MSG_TYPES if t in uniq]
+    lut = np.full(len(uniq) + 1, -1, np.int8)  # last slot: the NA code -1
+    for g, t in enumerate(names):
+        lut[uniq.index(t)] = g
+    gidx = lut[codes]
+    del codes
+    counts = np.bincount(gidx.astype(np.int64) + 1, minlength=len(names) + 1)[1:]
+    rows = [{"msg_type": t, "count": int(c)} for t, c in zip(names, counts)]
+    rows.append({"msg_type": "ALL", "count": n})
     pct = quantile * 100
+    n_groups = len(names)
+    local = threading.local()  # per worker thread: one float buffer, reused
 
-    def arrays():  # one component at a time keeps memory at one float column
-        for name, (a, b) in COMPONENTS.items():
-            v, na = _diff(timeline, a, b)
-            f = v.astype(np.float64)
-            del v
-            f[na] = np.nan
-            yield name, f
-        if alpha is not None and k_sockq_s_base_ns is not None:
-            sw = service_wait(timeline, alpha, k_sockq_s_base_ns)
-            yield "x", sw["x"].to_numpy()
-            yield "w", sw["w"].to_numpy()
+    def one(x: np.ndarray) -> tuple[float, ...]:
+        if not len(x):
+            return (0, np.nan, np.nan, np.nan)
+        return (len(x), float(x.mean()), *median_percentile(x, pct))
 
-    for c, v in arrays():
-        fin = np.isfinite(v)
-        if not fin.any():
+    def stats(c: str, fill) -> list[tuple[float, ...]] | None:
+        """(count, mean, median, p) per group (ALL last) of one component, or None if empty;
+        ``fill(grouped, out, off)`` writes the values (two passes: all, then by group)."""
+        if not hasattr(local, "buf"):
+            local.buf = np.empty(n, np.float64)
+        off = np.zeros(n_groups + 1, np.int64)
+        n_all = fill(False, local.buf, off)
+        if n_all == 0:
+            return None
+        res_all = one(local.buf[:n_all])
+        fill(True, local.buf, off)
+        return [one(local.buf[off[g]:off[g + 1]]) for g in range(n_groups)] + [res_all]
+
+    def diff_filler(a: str, b: str):
+        va, ma = _values_mask(timeline, a)
+        vb, mb = _values_mask(timeline, b)
+        return lambda grouped, out, off: _bucket_diff(va, vb, ma, mb, gidx, scale, grouped, out, off)
+
+    jobs = [(name, diff_filler(a, b)) for name, (a, b) in COMPONENTS.items()]
+    if alpha is not None and k_sockq_s_base_ns is not None:
+        sw = service_wait(timeline, alpha, k_sockq_s_base_ns)
+        for name in ("x", "w"):
+            v = np.ascontiguousarray(sw[name].to_numpy(), dtype=np.float64)
+            jobs.append((name, lambda grouped, out, off, v=v:
+                         _bucket_float(v, gidx, scale, grouped, out, off)))
+    # two threads (the compiled kernels and numpy's mean release the GIL); results in job order
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        results = list(ex.map(lambda job: stats(*job), jobs))
+    for (c, _), res in zip(jobs, results):
+        if res is None:
             continue
-        for row, (name, m) in zip(rows, groups):
-            x = v[m & fin]
-            x /= scale
-            row[f"{c}_count"] = int(len(x))
-            if len(x):  # order statistics need no copy of x: reorder it in place after the mean
-                row[f"{c}_mean"] = float(x.mean())
-                row[f"{c}_median"] = float(np.median(x, overwrite_input=True))
-                row[f"{c}_p99"] = float(np.percentile(x, pct, overwrite_input=True))
-            else:
-                row[f"{c}_mean"] = row[f"{c}_median"] = row[f"{c}_p99"] = np.nan
-            del x
+        for row, (cnt, mean, med, p) in zip(rows, res):
+            row[f"{c}_count"] = int(cnt)
+            row[f"{c}_mean"] = mean
+            row[f"{c}_median"] = med
+            row[f"{c}_p99"] = p
     return pd.DataFrame(rows)

@@ -67,11 +67,14 @@ the proxy's own ``100 Trying``) is an egress-only row (t_sip_out and t_dep only)
 
 Speed: the file is read in blocks of whole lines (16 MB) into one reused buffer; each block is
 tokenized by one compiled pass over its bytes (:func:`sipperf.ingest.thesis_scan.scan_block`,
-numba: finds the lines, checks the keys, reads the numbers), the rest is numpy over the
-parsed fields — never a Python loop per line (only lines that fail the structural test are
-classified one by one).  Pairing is FIFO per key inside a block; unpaired receive lines of
-the last 20 000 lines are carried to the next block.  ``bench/logs.py`` measures a
-6 M-message log.
+numba: finds the lines, checks the keys, reads the numbers) and checked, paired and written
+by a second one (:func:`sipperf.ingest.thesis_pair.pair_block`: instants, hash table of the
+receive lines waiting for their send line, rows in line order straight into the final
+columns, which the DataFrame then wraps without copying) — never a Python loop per line
+(only lines that fail the structural test are classified one by one).  Pairing is per key
+inside a block: the k-th send line of a key goes with its k-th receive line (receive lines
+carried over first); unpaired receive lines of the last 20 000 lines are carried to the next
+block.  ``bench/logs.py`` measures a 6 M-message log.
 Resolution is 1 µs (``gettimeofday``).
 """
 from __future__ import annotations
@@ -86,8 +89,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sipperf.ingest.thesis_pair import (  # noqa: F401  (NO_STAMP_BEFORE_NS: documented here)
+    C_NCOL, N_METHODS, NO_STAMP_BEFORE_NS, ST_BAD_R, ST_BAD_S, ST_BAD_T, ST_DROPPED, ST_FIRST_BAD_R,
+    ST_LEN, ST_MISS0, ST_NEG_R, ST_NEG_S, ST_NFIX, ST_PAIRED, ST_ROWS, ST_SONLY, dict_strings, pair_block)
 from sipperf.ingest.thesis_scan import gather, scan_block
-from sipperf.timeline import INSTANTS, SCHEMA, IngestError, IngestReport, validate_timeline
+from sipperf.timeline import INSTANTS, IngestError, IngestReport, validate_timeline
 
 MARKER = b"ramekris"
 #: OpenSIPS 1.x request method bit values (parser/msg_parser.h), index = log2(value)
@@ -96,15 +102,9 @@ METHOD_NAMES: tuple[str, ...] = (
     "SUBSCRIBE", "NOTIFY", "PRACK", "REFER", "PUBLISH",
 )
 METHOD_IDS: dict[str, int] = {m: 1 << i for i, m in enumerate(METHOD_NAMES)}
-RECV_KEYS = (b"parse_time", b"wait_time", b"stack_time", b"sock_recvtime", b"now",
-             b"callid", b"cseq", b"method_id")
-SEND_KEYS = (b"now", b"ip_out", b"callid", b"cseq")
-#: a rebuilt kernel stamp before this (ns since epoch, = 1000 s) means "ioctl found no stamp"
-NO_STAMP_BEFORE_NS = 1_000_000_000_000
+assert len(METHOD_NAMES) == N_METHODS
 BLOCK_BYTES = 16 << 20
 CARRY_LINES = 20_000
-_MAX_NUM = 19
-_U64 = np.uint64
 
 
 def _libc_trim():
@@ -145,30 +145,6 @@ def _gather_bytes(w: np.ndarray, start: np.ndarray, end: np.ndarray, width: int 
     return gather(b, start, start + ln, wd).view(f"S{wd}").ravel()
 
 
-def _hash_bytes(s: np.ndarray) -> np.ndarray:
-    """Content hash (uint64) of an ``S`` array, independent of its padding width."""
-    w = s.dtype.itemsize
-    pad = -(-w // 8) * 8
-    if pad != w:
-        s = s.astype(f"S{pad}")
-    words = np.frombuffer(s.tobytes(), dtype="<u8").reshape(len(s), pad // 8)
-    h = np.full(len(s), _U64(1469598103934665603))
-    with np.errstate(over="ignore"):
-        for k in range(words.shape[1]):
-            wk = words[:, k]
-            h = np.where(wk != 0, (h ^ wk) * _U64(1099511628211), h)
-            h ^= h >> _U64(29)
-    return h
-
-
-def _key(h: np.ndarray, cseq: np.ndarray, req: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        k = h ^ (cseq.astype(np.uint64) * _U64(0x9E3779B97F4A7C15))
-        k = k ^ (req.astype(np.uint64) * _U64(0xC2B2AE3D27D4EB4F))
-        k ^= k >> _U64(31)
-    return k
-
-
 # --------------------------------------------------------------------------- block parser
 def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.ndarray,
                    counts: Counter) -> None:
@@ -187,159 +163,35 @@ def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.nda
             counts["not an instrumentation line"] += 1
 
 
-def _parse_block(buf, line0: int, path: str, strict: bool, counts: Counter,
-                 notes: Counter, n_lines: int) -> dict[str, Any]:
-    """Parse the ``n_lines`` whole lines in ``buf`` (bytes-like, PAD spaces on both sides)."""
-    b = np.frombuffer(buf, dtype=np.uint8)
-    w = _words(buf)
-    starts, ends, kind, iv, okm = scan_block(b, PAD, n_lines, np.zeros(8, np.int64))
-    rl = np.flatnonzero(kind == 1)
-    sl = np.flatnonzero(kind == 2)
-    _classify_rest(buf, starts, ends, np.flatnonzero(kind == 0), counts)
-
-    out: dict[str, Any] = {}
-    # ---- receive fields (read by scan_block)
-    r_iv, r_ok = iv[rl], okm[rl]
-    parse_ns, wait_ns, stack_ns, sockq_ns = r_iv[:, 0], r_iv[:, 1], r_iv[:, 2], r_iv[:, 3]
-    now_us, cseq, mid, req, src = r_iv[:, 4], r_iv[:, 5], r_iv[:, 6], r_iv[:, 7], r_iv[:, 8]
-    cid_st, cid_en = r_iv[:, 9], r_iv[:, 10]
-    okr = r_ok[:, :8].all(axis=1) & (cid_en > cid_st)
-    bad = ~okr
-    if bad.any():
-        if strict:
-            i = int(rl[np.flatnonzero(bad)[0]])
-            raise IngestError(path, f"line {line0 + i + 1}", "bad number or missing field in receive line")
-        counts["bad number"] += int(bad.sum())
-    # rebuild absolute instants (ns)
-    t_sip_c = now_us * 1000
-    t_sip_in = t_sip_c - parse_ns
-    a = t_sip_in - wait_ns
-    s_ = a + stack_ns
-    q = s_ + sockq_ns
-    inst = [a, s_, q, t_sip_in, t_sip_c]
-    miss = [x < NO_STAMP_BEFORE_NS for x in inst[:3]] + [np.zeros(len(a), bool)] * 2
-    for name, m in zip(("t_arr", "t_stack", "t_sockq"), miss):
-        if (m & okr).any():
-            notes[f"{name} missing (ioctl ENOENT / no stamp)"] += int((m & okr).sum())
-    neg = parse_ns < 0
-    lastv = np.full(len(a), np.iinfo(np.int64).min)
-    for x, m in zip(inst, miss):
-        neg |= ~m & (x < lastv)
-        lastv = np.where(m, lastv, x)
-    neg &= okr
-    if neg.any():
-        if strict:
-            i = int(rl[np.flatnonzero(neg)[0]])
-            raise IngestError(path, f"line {line0 + i + 1}", "negative interval in receive line")
-        counts["negative interval"] += int(neg.sum())
-    keep = okr & ~neg
-    cid = _gather_bytes(w, cid_st[keep], cid_en[keep])
-    out["r"] = {
-        "line": line0 + rl[keep],
-        "callid": cid,
-        "cseq": cseq[keep], "req": req[keep], "mid": mid[keep],
-        "src": (src[keep] & 0xFFFFFFFF).astype(np.uint32),
-        "inst": np.stack([np.where(m[keep], 0, x[keep]) for x, m in zip(inst, miss)]),
-        "miss": np.stack([m[keep] for m in miss]),
-    }
-
-    # ---- send fields
-    s_iv, s_ok = iv[sl], okm[sl]
-    now_us, dur_us, req, cseq = s_iv[:, 0], s_iv[:, 1], s_iv[:, 2], s_iv[:, 5]
-    cid_st, cid_en, cseq_en = s_iv[:, 3], s_iv[:, 4], s_iv[:, 6]
-    oks = s_ok[:, :5].all(axis=1) & (cid_en > cid_st)
-    bad = ~oks
-    if bad.any():
-        if strict:
-            i = int(sl[np.flatnonzero(bad)[0]])
-            raise IngestError(path, f"line {line0 + i + 1}", "bad number or missing field in send line")
-        counts["bad number"] += int(bad.sum())
-    neg = oks & (dur_us < 0)
-    if neg.any():
-        if strict:
-            i = int(sl[np.flatnonzero(neg)[0]])
-            raise IngestError(path, f"line {line0 + i + 1}", "negative interval (ip_out < 0) in send line")
-        counts["negative interval"] += int(neg.sum())
-    keep = oks & ~neg
-    meth = _gather_bytes(w, cseq_en[keep] + 1, ends[sl][keep], width=16)
-    out["s"] = {
-        "line": line0 + sl[keep],
-        "callid": _gather_bytes(w, cid_st[keep], cid_en[keep]),
-        "cseq": cseq[keep], "req": req[keep], "cmeth": meth,
-        "out": now_us[keep] * 1000, "dep": (now_us[keep] + dur_us[keep]) * 1000,
-    }
-    out["n_lines"] = n_lines
-    return out
+def _strings(values: list[str | None], codes: np.ndarray, run: int = 0) -> pd.arrays.ArrowStringArray:
+    """``values[codes]`` (None, or a code outside ``values``, is null) as a pandas string array,
+    built straight as Arrow ``large_string`` (what pandas stores); ``run`` > 0: ``values[0]``
+    repeated ``run`` times (``codes`` unused)."""
+    enc = [b"" if v is None else v.encode() for v in values]
+    if run and values[0] is not None:  # one value repeated: offsets are a ramp, data a tiling
+        off = np.arange(run + 1, dtype=np.int64) * len(enc[0])
+        arr = pa.Array.from_buffers(pa.large_string(), run, [None, pa.py_buffer(off),
+                                                            pa.py_buffer(enc[0] * run)])
+        return pd.arrays.ArrowStringArray(arr)
+    d_off = np.zeros(len(enc) + 1, np.int64)
+    d_off[1:] = np.cumsum([len(e) for e in enc])
+    d_data = np.frombuffer(b"".join(enc) or b"\0", np.uint8)
+    d_null = np.array([v is None for v in values], dtype=bool)
+    codes = np.zeros(1, np.int8) if run else np.ascontiguousarray(codes)
+    off, data, valid, nulls = dict_strings(codes, d_data, d_off, d_null, run)
+    n = len(off) - 1
+    arr = pa.Array.from_buffers(pa.large_string(), n, [pa.py_buffer(valid) if nulls else None,
+                                                      pa.py_buffer(off), pa.py_buffer(data)],
+                                null_count=int(nulls))
+    return pd.arrays.ArrowStringArray(arr)
 
 
-def _pair(r: dict, s: dict, final: bool, last_line: int, counts: Counter, path: str, strict: bool):
-    """FIFO pairing per (Call-ID, CSeq, request value). Returns rows dict and carried receives."""
-    kr = _key(_hash_bytes(r["callid"]), r["cseq"], r["req"])
-    ks = _key(_hash_bytes(s["callid"]), s["cseq"], s["req"])
-    nr, ns = len(kr), len(ks)
-    keys = np.concatenate((kr, ks))
-    line = np.concatenate((r["line"], s["line"]))
-    is_r = np.concatenate((np.ones(nr, bool), np.zeros(ns, bool)))
-    order = np.lexsort((line, keys))
-    k_o = keys[order]
-    r_o = is_r[order]
-    newgrp = np.ones(len(order), bool)
-    newgrp[1:] = k_o[1:] != k_o[:-1]
-    gid = np.cumsum(newgrp) - 1
-    gstart = np.flatnonzero(newgrp)
-    cr = np.cumsum(r_o)
-    cs = np.cumsum(~r_o)
-    cr0 = np.concatenate(([0], cr))[gstart][gid]
-    cs0 = np.concatenate(([0], cs))[gstart][gid]
-    rank = np.where(r_o, cr - cr0, cs - cs0) - 1
-    comp = gid.astype(np.int64) * (len(order) + 1) + rank
-    r_pos = order[r_o]           # index into r
-    s_pos = order[~r_o] - nr     # index into s
-    r_comp = comp[r_o]
-    s_comp = comp[~r_o]
-    j = np.searchsorted(r_comp, s_comp)
-    j = np.minimum(j, max(len(r_comp) - 1, 0))
-    hit = (len(r_comp) > 0) & (r_comp[j] == s_comp) if len(r_comp) else np.zeros(len(s_comp), bool)
-    ri = r_pos[j[hit]] if len(r_comp) else np.zeros(0, np.int64)
-    si = s_pos[hit]
-    # a send line must come after its receive line and after t_sip_c
-    good = (s["line"][si] > r["line"][ri]) & (s["out"][si] >= r["inst"][4][ri])
-    bad_t = (s["line"][si] > r["line"][ri]) & ~(s["out"][si] >= r["inst"][4][ri])
-    if bad_t.any():
-        if strict:
-            raise IngestError(path, f"line {int(s['line'][si][bad_t][0]) + 1}",
-                              "negative interval: send before t_sip_c of its receive line")
-        counts["negative interval"] += int(bad_t.sum())
-    skip_s = np.zeros(ns, bool)
-    skip_s[si[bad_t]] = True
-    ri, si = ri[good], si[good]
-    r_paired = np.zeros(nr, bool)
-    r_paired[ri] = True
-    s_paired = np.zeros(ns, bool)
-    s_paired[si] = True
-    r_un = np.flatnonzero(~r_paired)
-    if final:
-        carry_mask = np.zeros(len(r_un), bool)
-    else:
-        carry_mask = r["line"][r_un] > last_line - CARRY_LINES
-    carry = {k: (v[:, r_un[carry_mask]] if v.ndim == 2 else v[r_un[carry_mask]]) for k, v in r.items()}
-    r_drop = r_un[~carry_mask]
-    s_only = np.flatnonzero(~s_paired & ~skip_s)
-    return (ri, si, r_drop, s_only), carry
-
-
-def _method_code(v: np.ndarray) -> np.ndarray:
-    """OpenSIPS method bit value -> index into METHOD_NAMES, or len(METHOD_NAMES) (OTHER)."""
-    v = v.astype(np.int64)
-    pow2 = (v > 0) & ((v & (v - 1)) == 0) & (v <= 1 << (len(METHOD_NAMES) - 1))
-    code = np.where(pow2, np.log2(np.where(pow2, v, 1)).round().astype(np.int64), len(METHOD_NAMES))
-    return code
-
-
-def _strings(values: list[str | None], codes: np.ndarray) -> pd.arrays.ArrowStringArray:
-    vals = pa.array(values, type=pa.string())
-    idx = pa.array(codes.astype(np.int32))
-    return pd.arrays.ArrowStringArray(pc.take(vals, idx))
+def _null_strings(n: int) -> pd.arrays.ArrowStringArray:
+    """An all-null string column (its zero buffers stay untouched, hence cost no memory)."""
+    arr = pa.Array.from_buffers(pa.large_string(), n, [pa.py_buffer(np.zeros((n + 7) // 8, np.uint8)),
+                                                      pa.py_buffer(np.zeros(n + 1, np.int64)),
+                                                      pa.py_buffer(np.zeros(0, np.uint8))], null_count=n)
+    return pd.arrays.ArrowStringArray(arr)
 
 
 def _int_col(v: np.ndarray, null: np.ndarray | None = None) -> pd.arrays.IntegerArray:
@@ -348,128 +200,312 @@ def _int_col(v: np.ndarray, null: np.ndarray | None = None) -> pd.arrays.Integer
     return pd.arrays.IntegerArray(np.where(m, 0, v), m)
 
 
-def _rows(r: dict, s: dict, ri, si, r_drop, s_only) -> dict[str, Any]:
-    """Assemble numpy columns for paired, dropped and egress-only messages."""
-    rr = np.concatenate((ri, r_drop))
-    n1, n2, n3 = len(ri), len(r_drop), len(s_only)
-    n = n1 + n2 + n3
-    cols: dict[str, Any] = {}
-    cols["line"] = np.concatenate((r["line"][rr], s["line"][s_only]))
-    cols["callid"] = np.concatenate((r["callid"][rr], s["callid"][s_only]))
-    cols["cseq"] = np.concatenate((r["cseq"][rr], s["cseq"][s_only]))
-    req = np.concatenate((r["req"][rr], s["req"][s_only]))
-    cols["req"] = req
-    mcode = np.concatenate((_method_code(r["mid"][rr]), np.full(n3, -1)))
-    cols["mcode"] = mcode
-    cols["cmeth_s"] = np.concatenate((np.zeros(n1 + n2, "S16"), s["cmeth"][s_only]))
-    cols["src"] = np.concatenate((r["src"][rr], np.zeros(n3, np.uint32)))
-    cols["src_null"] = np.concatenate((np.zeros(n1 + n2, bool), np.ones(n3, bool)))
-    inst = np.zeros((7, n), np.int64)  # 0 where missing (IntegerArray needs no copy)
-    miss = np.ones((7, n), bool)
-    inst[:5, :n1 + n2] = r["inst"][:, rr]
-    miss[:5, :n1 + n2] = r["miss"][:, rr]
-    inst[5, :n1] = s["out"][si]
-    inst[6, :n1] = s["dep"][si]
-    miss[5:, :n1] = False
-    inst[5, n1 + n2:] = s["out"][s_only]
-    inst[6, n1 + n2:] = s["dep"][s_only]
-    miss[5:, n1 + n2:] = False
-    cols["inst"], cols["miss"] = inst, miss
-    cols["dropped"] = np.concatenate((np.zeros(n1, bool), np.ones(n2, bool), np.zeros(n3, bool)))
-    return cols
+# --------------------------------------------------------------------------- compiled path
+_METH_LIT = np.zeros((len(METHOD_NAMES), 16), np.uint8)
+for _i, _m in enumerate(METHOD_NAMES):
+    _METH_LIT[_i, :len(_m)] = np.frombuffer(_m.encode(), np.uint8)
+_METH_LEN = np.array([len(m) for m in METHOD_NAMES], np.int64)
+_MT_NAMES = ["INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE", "OTHER"]
 
 
-def _finish_chunk(c: dict) -> dict:
-    """Per block: sort rows by line, resolve codes, turn Call-IDs into an Arrow string array."""
-    order = np.argsort(c["line"], kind="stable")
-    inst, miss = c.pop("inst"), c.pop("miss")
-    c = {k: v[order] for k, v in c.items()}
-    # one array per instant (not views of a 7-row block) so _to_timeline frees each as it goes
-    inst = [inst[k][order] for k in range(7)]
-    miss = [miss[k][order] for k in range(7)]
-    n = len(c["line"])
-    req = c["req"]
-    is_req = req < 100
-    # cseq method: receive -> method_id code; egress-only -> the text after the CSeq number
-    mcode = c["mcode"].copy()
-    eg = np.flatnonzero(mcode < 0)
-    if len(eg):
-        u, inv = np.unique(c["cmeth_s"][eg], return_inverse=True)
-        umap = np.array([METHOD_NAMES.index(x.decode(errors="replace").strip().upper())
-                         if x.decode(errors="replace").strip().upper() in METHOD_NAMES
-                         else len(METHOD_NAMES) for x in u], dtype=np.int64)
-        mcode[eg] = umap[inv.ravel()]
-    rcode = _method_code(req)  # request method from REQ_METHOD
-    inv_code, ack_code, bye_code = 0, 2, 3
-    mt = np.full(n, 6, dtype=np.int8)  # index into MSG_TYPES
-    mt[is_req & (rcode == inv_code)] = 0
-    mt[is_req & (rcode == ack_code)] = 3
-    mt[is_req & (rcode == bye_code)] = 4
-    mt[~is_req & (req == 180) & (mcode == inv_code)] = 1
-    mt[~is_req & (req == 200) & (mcode == inv_code)] = 2
-    mt[~is_req & (req == 200) & (mcode == bye_code)] = 5
-    return {
-        "line": c["line"], "cseq": c["cseq"], "req": req.astype(np.int32),
-        "mcode": mcode.astype(np.int8), "rcode": rcode.astype(np.int8), "mt": mt,
-        "src": c["src"], "src_null": c["src_null"], "dropped": c["dropped"],
-        **{f"i{k}": inst[k] for k in range(7)}, **{f"m{k}": miss[k] for k in range(7)},
-        "callid": pa.array(c["callid"]).cast(pa.string()),
-    }
+class _Columns:
+    """The timeline's columns, preallocated (sized from the first block, grown by 1.5x if a
+    later part of the file is denser) and filled in place by :func:`thesis_pair.pair_block`.
+    Pages past the last row are never touched, so the over-allocation costs no memory."""
+
+    def __init__(self, rows: int, nbytes: int):
+        self.n = 0
+        self.line = np.empty(rows, np.int64)
+        self.cseq = np.empty(rows, np.int64)
+        self.req = np.empty(rows, np.int32)
+        self.rcode = np.empty(rows, np.int8)
+        self.mcode = np.empty(rows, np.int8)
+        self.mt = np.empty(rows, np.int8)
+        self.src = np.empty(rows, np.uint32)
+        self.srcnull = np.empty(rows, bool)
+        self.dropped = np.empty(rows, bool)
+        self.inst = np.empty((7, rows), np.int64)
+        self.miss = np.empty((7, rows), bool)
+        self.off = np.empty(rows + 1, np.int64)
+        self.off[0] = 0
+        self.cid = np.empty(nbytes, np.uint8)
+
+    def reserve(self, rows: int, nbytes: int) -> None:
+        cap = len(self.line)
+        if self.n + rows > cap:
+            new = max(self.n + rows, int(cap * 1.5))
+            for k in ("line", "cseq", "req", "rcode", "mcode", "mt", "src", "srcnull", "dropped"):
+                a = getattr(self, k)
+                b = np.empty(new, a.dtype)
+                b[:self.n] = a[:self.n]
+                setattr(self, k, b)
+            for k in ("inst", "miss"):
+                a = getattr(self, k)
+                b = np.empty((7, new), a.dtype)
+                b[:, :self.n] = a[:, :self.n]
+                setattr(self, k, b)
+            off = np.empty(new + 1, np.int64)
+            off[:self.n + 1] = self.off[:self.n + 1]
+            self.off = off
+        used = int(self.off[self.n])
+        if used + nbytes > len(self.cid):
+            cid = np.empty(max(used + nbytes, int(len(self.cid) * 1.5)), np.uint8)
+            cid[:used] = self.cid[:used]
+            self.cid = cid
+
+    def args(self) -> tuple:
+        return (self.line, self.cseq, self.req, self.rcode, self.mcode, self.mt, self.src,
+                self.srcnull, self.dropped, self.inst, self.miss, self.off, self.cid, self.n)
 
 
-def _to_timeline(parts: list[dict], run_id: str) -> pd.DataFrame:
-    if not parts:
-        parts = [_finish_chunk({
-            "line": np.zeros(0, np.int64), "callid": np.zeros(0, "S8"), "cseq": np.zeros(0, np.int64),
-            "req": np.zeros(0, np.int64), "mcode": np.zeros(0, np.int64), "cmeth_s": np.zeros(0, "S16"),
-            "src": np.zeros(0, np.uint32), "src_null": np.zeros(0, bool),
-            "inst": np.zeros((7, 0), np.int64), "miss": np.zeros((7, 0), bool), "dropped": np.zeros(0, bool)})]
+def _empty_carry() -> tuple:
+    return (np.zeros((0, C_NCOL), np.int64), np.zeros((0, 3), bool), np.zeros(0, np.uint64),
+            np.zeros(1, np.int64), np.zeros(0, np.uint8))
 
-    def col(k):  # concatenate one column, releasing the blocks' copies as we go
-        arrs = [p.pop(k) for p in parts]
-        if len(arrs) == 1:
-            return arrs[0]
-        out = np.concatenate(arrs)
-        del arrs
-        _release_memory()
-        return out
 
-    callid = pa.chunked_array([p.pop("callid") for p in parts], type=pa.string())
-    n = len(callid)
+class _BlockPairer:
+    """State carried from block to block: the output columns, the carry, the scratch table."""
+
+    def __init__(self, path: str, strict: bool, size: int, counts: Counter, notes: Counter):
+        self.path, self.strict, self.size = path, strict, size
+        self.counts, self.notes = counts, notes
+        self.cols: _Columns | None = None
+        self.carry = _empty_carry()
+        self.t64 = np.zeros((0, 4), np.uint64)
+        self.t32 = np.zeros((0, 8), np.int32)
+        self.gen = 0
+        self.stats = np.zeros(ST_LEN, np.int64)
+        self.parsed = 0
+
+    def block(self, b: np.ndarray, starts, ends, kind, iv, okm, line0: int, final: bool,
+              block_len: int) -> None:
+        n_lines = len(kind)
+        n_carry = len(self.carry[2])
+        carry_bytes = len(self.carry[4])
+        if self.cols is None:  # size the columns from the first block's density
+            scale = self.size / max(block_len, 1)
+            self.cols = _Columns(int(n_lines * scale * 1.15) + n_lines + n_carry + 1024,
+                                 int(block_len * scale * 0.25) + block_len + carry_bytes + 4096)
+        self.cols.reserve(n_lines + n_carry, block_len + carry_bytes)
+        need = 1 << max(4, int(1.25 * (n_lines + n_carry) + 1).bit_length())
+        if len(self.t64) < need:  # 32-byte rows, seen as uint64 (key) and int32 (counts, chain)
+            buf = np.zeros(need * 32, np.uint8)
+            self.t64, self.t32 = buf.view(np.uint64).reshape(need, 4), buf.view(np.int32).reshape(need, 8)
+            self.gen = 0
+        self.gen += 1
+        fix_row = np.empty(n_lines, np.int64)
+        fix_st = np.empty(n_lines, np.int64)
+        fix_en = np.empty(n_lines, np.int64)
+        fix_req = np.empty(n_lines, np.int64)
+        st = self.stats
+        self.carry = pair_block(b, _words(b), starts, ends, kind, iv, okm, line0, final, CARRY_LINES,
+                                *self.carry, self.t64, self.t32, self.gen, _METH_LIT, _METH_LEN,
+                                *self.cols.args(), fix_row, fix_st, fix_en, fix_req, st)
+        if self.strict:
+            for k, what in ((ST_BAD_R, "bad number or missing field in receive line"),
+                            (ST_NEG_R, "negative interval in receive line"),
+                            (ST_BAD_S, "bad number or missing field in send line"),
+                            (ST_NEG_S, "negative interval (ip_out < 0) in send line"),
+                            (ST_BAD_T, "negative interval: send before t_sip_c of its receive line")):
+                if st[k]:
+                    first = int(st[k + ST_FIRST_BAD_R - ST_BAD_R])
+                    raise IngestError(self.path, f"line {line0 + first + 1}", what)
+        bad = int(st[ST_BAD_R] + st[ST_BAD_S])
+        if bad:
+            self.counts["bad number"] += bad
+        neg = int(st[ST_NEG_R] + st[ST_NEG_S] + st[ST_BAD_T])
+        if neg:
+            self.counts["negative interval"] += neg
+        for k, name in enumerate(("t_arr", "t_stack", "t_sockq")):
+            if st[ST_MISS0 + k]:
+                self.notes[f"{name} missing (ioctl ENOENT / no stamp)"] += int(st[ST_MISS0 + k])
+        n_fix = int(st[ST_NFIX])
+        if n_fix:  # egress-only rows whose CSeq method text needs Python's decode/strip/upper
+            c = self.cols
+            rows, req = fix_row[:n_fix], fix_req[:n_fix]
+            meth = _gather_bytes(_words(b), fix_st[:n_fix], fix_en[:n_fix], width=16)
+            u, inv = np.unique(meth, return_inverse=True)
+            umap = np.array([METHOD_NAMES.index(x.decode(errors="replace").strip().upper())
+                             if x.decode(errors="replace").strip().upper() in METHOD_NAMES
+                             else len(METHOD_NAMES) for x in u], dtype=np.int64)
+            mcode = umap[inv.ravel()]
+            c.mcode[rows] = mcode
+            mt = np.full(n_fix, 6, np.int8)
+            mt[(req == 180) & (mcode == 0)] = 1
+            mt[(req == 200) & (mcode == 0)] = 2
+            mt[(req == 200) & (mcode == 3)] = 5
+            c.mt[rows] = np.where(req < 100, c.mt[rows], mt)
+        self.cols.n += int(st[ST_ROWS])
+        self.parsed += int(2 * st[ST_PAIRED] + st[ST_DROPPED] + st[ST_SONLY])
+
+    def finish(self, line0: int) -> None:
+        """Drop the receive lines still carried (a file that ends exactly at a block boundary)."""
+        if len(self.carry[2]):
+            z = np.zeros(0, np.int64)
+            self.block(np.frombuffer(_PADB * 2, np.uint8), z, z, np.zeros(0, np.int8),
+                       np.zeros((0, 12), np.int64), np.zeros((0, 10), bool), line0, True, 0)
+
+
+def _frame(c: _Columns | None, run_id: str) -> pd.DataFrame:
+    """The timeline from the filled columns, without copying them."""
+    if c is None:
+        c = _Columns(0, 0)
+    n = c.n
+    off = c.off[:n + 1]
+    nbytes = int(off[-1])
+    callid = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(off),
+                                                          pa.py_buffer(c.cid[:nbytes])])
+    callid = callid.cast(pa.large_string())  # checks UTF-8 (ArrowInvalid), without a copy
     names = list(METHOD_NAMES) + ["OTHER"]
-    mt_names = ["INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE", "OTHER"]
-    req = col("req")
+    req = c.req[:n]
     is_req = req < 100
-    src, src_null = col("src"), col("src_null")
+    src, src_null = c.src[:n], c.srcnull[:n]
     uq = np.unique(src)
     sinv = np.searchsorted(uq, src)  # = np.unique's inverse, without its argsort scratch
     src_names = [f"{v & 255}.{(v >> 8) & 255}.{(v >> 16) & 255}.{(v >> 24) & 255}" for v in uq.tolist()]
     sinv[src_null] = len(src_names)
-    src_codes = sinv
-    del src, src_null, sinv
+    dropped = c.dropped[:n]
+    # the string columns are the costly part (Arrow wants every value's bytes): two threads
+    # (the compiled builder releases the GIL)
+    jobs = {
+        "run_id": ([run_id], np.zeros(min(n, 1), np.int8), n),
+        "cseq_method": (names, c.mcode[:n], 0),
+        "kind": (["request", "response"], (~is_req).view(np.int8), 0),
+        "method": (names + [None], np.where(is_req, c.rcode[:n], np.int8(len(names))), 0),
+        "msg_type": (_MT_NAMES, c.mt[:n], 0),
+        "src": (src_names + [None], sinv, 0),
+        "drop_reason": ([None, "not forwarded"], dropped.view(np.int8), 0),
+    }
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        futs = {k: ex.submit(_strings, *v) for k, v in jobs.items()}
+        strings = {k: f.result() for k, f in futs.items()}
+    del jobs, sinv
     data: dict[str, Any] = {
-        "run_id": _strings([run_id], np.zeros(n, np.int32)),
+        "run_id": strings["run_id"],
         "call_id": pd.arrays.ArrowStringArray(callid),
-        "cseq": _int_col(col("cseq")),
-        "cseq_method": _strings(names, col("mcode")),
-        "kind": _strings(["request", "response"], (~is_req).astype(np.int32)),
-        "method": _strings(names + [None], np.where(is_req, col("rcode"), len(names))),
+        "cseq": pd.arrays.IntegerArray(c.cseq[:n], np.zeros(n, bool)),
+        "cseq_method": strings["cseq_method"],
+        "kind": strings["kind"],
+        "method": strings["method"],
         "status": _int_col(req, is_req),
-        "msg_type": _strings(mt_names, col("mt")),
-        "src": _strings(src_names + [None], src_codes),
-        "dst": pd.arrays.ArrowStringArray(pa.nulls(n, pa.string())),
+        "msg_type": strings["msg_type"],
+        "src": strings["src"],
+        "dst": _null_strings(n),
         "size": pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool)),
     }
-    del req, src_codes
     for k, name in enumerate(INSTANTS):
-        data[name] = pd.arrays.IntegerArray(col(f"i{k}"), col(f"m{k}"))
-    dropped = col("dropped")
+        data[name] = pd.arrays.IntegerArray(c.inst[k, :n], c.miss[k, :n])
     data["dropped"] = pd.arrays.BooleanArray(dropped, np.zeros(n, bool))
-    data["drop_reason"] = _strings([None, "not forwarded"], dropped.astype(np.int32))
-    line = col("line")
-    line += 1
-    data["line"] = pd.arrays.IntegerArray(line, np.zeros(n, bool))
+    data["drop_reason"] = strings["drop_reason"]
+    data["line"] = pd.arrays.IntegerArray(c.line[:n], np.zeros(n, bool))
     return pd.DataFrame(data, copy=False)
+
+
+def _blocks(fh, block_bytes: int, n_areas: int = 3):
+    """Yield the file's blocks of whole lines, tokenized: ``(area, b, scan, got, eof, length)``
+    where ``area`` is the buffer (PAD spaces | unfinished line of the previous block | block |
+    PAD), ``b`` its uint8 view up to the last newline + PAD (None when the block has no whole
+    line yet), ``scan`` the :func:`scan_block` arrays, ``got`` the bytes read.  The buffers
+    are reused round-robin: a block's buffer stays valid while the next ``n_areas - 2`` are read
+    (see :class:`_Prefetch`)."""
+    areas = [bytearray(_PADB) for _ in range(n_areas)]
+    eq = np.zeros(8, np.int64)
+    k = 0
+    tail = b""
+    carried = 0  # bytes of ``tail`` (an unfinished line, possibly longer than a block)
+    none = (None, None, None, None, None)
+    eof = False
+    while not eof:
+        area = areas[k % n_areas]
+        k += 1
+        need = 2 * PAD + carried + block_bytes + 1
+        if len(area) < need:
+            area = areas[(k - 1) % n_areas] = bytearray(need)
+        area[PAD:PAD + carried] = tail
+        got = fh.readinto(memoryview(area)[PAD + carried:PAD + carried + block_bytes])
+        eof = got < block_bytes
+        end = PAD + carried + got
+        if eof:  # whole lines: the last one gets its newline
+            if end > PAD and area[end - 1] != 10:
+                area[end] = 10
+                end += 1
+            cut = end
+        else:  # the carried part never holds a newline: cut after the block's last one
+            cut = area.rfind(b"\n", PAD + carried, end) + 1
+            if cut == 0:
+                tail = bytes(area[PAD:end])
+                carried = len(tail)
+                yield area, None, none, got, eof, 0
+                continue
+        tail = bytes(area[cut:end])  # the unfinished last line, before the PAD overwrites it
+        carried = len(tail)
+        if cut <= PAD:
+            yield area, None, none, got, eof, 0
+            continue
+        area[cut:cut + PAD] = _PADB
+        b = np.frombuffer(memoryview(area)[:cut + PAD], dtype=np.uint8)
+        n_nl = int(np.count_nonzero(b[PAD:cut] == 10))  # SIMD; bytearray.count is 3x slower
+        yield area, b, scan_block(b, _words(b), PAD, n_nl, eq), got, eof, cut - PAD
+
+
+class _Prefetch:
+    """Run a generator one item ahead in a thread: reading and tokenizing the next block
+    (``readinto`` and the compiled tokenizer release the GIL) overlaps pairing this one.  The
+    queue holds one item, so with three buffers a buffer is refilled only after its block was
+    consumed.  Errors in the thread are raised in the caller; leaving early stops the thread."""
+
+    _END = object()
+
+    def __init__(self, gen):
+        import queue
+        import threading
+        self._q: queue.Queue = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._gen = gen
+        self._t = threading.Thread(target=self._run, name="thesis-log-reader", daemon=True)
+
+    def _put(self, item) -> bool:
+        import queue
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for item in self._gen:
+                if not self._put(item):
+                    return
+            self._put(self._END)
+        except BaseException as e:  # handed to the consumer
+            self._put(e)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __iter__(self):
+        while True:
+            item = self._q.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        try:
+            while True:
+                self._q.get_nowait()
+        except Exception:
+            pass
+        self._t.join()
+        self._gen.close()
 
 
 def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, strict: bool = False,
@@ -493,67 +529,30 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=size, unit="B", unit_scale=True, desc=path.name)
-    parts: list[dict] = []
-    carry: dict | None = None
+    pairer = _BlockPairer(str(path), strict, size, counts, notes)
     line0 = 0
-    rest = b""
-    # one reused buffer: PAD spaces | unfinished line carried over | block read in place | PAD
-    area = bytearray(_PADB)
-    rest_len = 0
-    with open(path, "rb") as fh:
-        eof = False
-        while not eof:
-            need = 2 * PAD + rest_len + block_bytes + 1
-            if len(area) < need:
-                grown = bytearray(need)
-                grown[:PAD + rest_len] = area[:PAD + rest_len]
-                area = grown
-            got = fh.readinto(memoryview(area)[PAD + rest_len:PAD + rest_len + block_bytes])
-            eof = got < block_bytes
-            end = PAD + rest_len + got
+    with open(path, "rb") as fh, _Prefetch(_blocks(fh, block_bytes)) as blocks:
+        for area, b, (starts, ends, kind, iv, okm), got, eof, block_len in blocks:
             if bar is not None:
                 bar.update(got)
-            if eof:  # whole lines: the last one gets its newline
-                if end > PAD and area[end - 1] != 10:
-                    area[end] = 10
-                    end += 1
-                cut = end
-            else:  # the carried part never holds a newline: cut after the block's last one
-                cut = area.rfind(b"\n", PAD + rest_len, end) + 1
-                if cut == 0:
-                    rest_len += got
-                    continue
-            tail = bytes(area[cut:end])  # the unfinished last line, before the PAD overwrites it
-            if cut > PAD:
-                area[cut:cut + PAD] = _PADB
-                n_nl = area.count(b"\n", PAD, cut)
-                blk = _parse_block(memoryview(area)[:cut + PAD], line0, str(path), strict, counts,
-                                   notes, n_nl)
-            area[PAD:PAD + len(tail)] = tail
-            rest_len = len(tail)
-            if cut <= PAD:
+            if b is None:
                 continue
-            n_lines = blk["n_lines"]
-            report.read += n_lines
-            r = blk["r"]
-            if carry is not None:
-                r = {k: (np.concatenate((carry[k], r[k]), axis=1) if r[k].ndim == 2
-                         else np.concatenate((carry[k], r[k]))) for k in r}
-            (ri, si, r_drop, s_only), carry = _pair(r, blk["s"], eof, line0 + n_lines - 1,
-                                                    counts, str(path), strict)
-            report.parsed += len(ri) * 2 + len(r_drop) + len(s_only)
-            if len(ri) + len(r_drop) + len(s_only):
-                parts.append(_finish_chunk(_rows(r, blk["s"], ri, si, r_drop, s_only)))
-            del blk, r
-            line0 += n_lines
-            _release_memory()
+            n_nl = len(kind)
+            _classify_rest(area, starts, ends, np.flatnonzero(kind == 0), counts)
+            pairer.block(b, starts, ends, kind, iv, okm, line0, eof, block_len)
+            del b, starts, ends, kind, iv, okm
+            report.read += n_nl
+            line0 += n_nl
+        pairer.finish(line0)
+    report.parsed = pairer.parsed
     if bar is not None:
         bar.close()
     if report.read == 0:
         raise IngestError(path, "line 0", "empty file")
     report.skipped.update(counts)
     report.notes.extend(f"{k}: {v}" for k, v in sorted(notes.items()))
-    df = _to_timeline(parts, run_id if run_id is not None else path.stem)
+    df = _frame(pairer.cols, run_id if run_id is not None else path.stem)
+    del pairer
     report.messages = len(df)
     if report.parsed == 0:
         raise IngestError(path, f"line {report.read}",
@@ -712,7 +711,7 @@ def synthetic_timeline(n_calls: int, *, seed: int = 1, rate_cps: float = 100.0,
     call = np.repeat(np.arange(n_calls), 6)
     callid = pc.binary_join_element_wise(_s(call + 1), "-synthetic@10.0.0.1", "")
     df = pd.DataFrame({
-        "run_id": _strings([f"synthetic-seed{seed}"], np.zeros(n, np.int32)),
+        "run_id": _strings([f"synthetic-seed{seed}"], np.zeros(min(n, 1), np.int8), n),
         "call_id": pd.arrays.ArrowStringArray(callid),
         "cseq": _int_col(cseq),
         "cseq_method": pd.array(cseq_m, dtype="string"),
@@ -727,6 +726,6 @@ def synthetic_timeline(n_calls: int, *, seed: int = 1, rate_cps: float = 100.0,
         "t_sip_in": _int_col(t_sip_in), "t_sip_c": _int_col(t_sip_c), "t_sip_out": _int_col(t_sip_out),
         "t_dep": _int_col(t_dep),
         "dropped": pd.arrays.BooleanArray(np.zeros(n, bool), np.zeros(n, bool)),
-        "drop_reason": pd.arrays.ArrowStringArray(pa.nulls(n, pa.string())),
+        "drop_reason": _null_strings(n),
     })
     return df

@@ -13,6 +13,11 @@ from __future__ import annotations
 import numba as nb  # noqa: F401  (required: pinned in requirements)
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+_NL8 = np.uint64(0x0A0A0A0A0A0A0A0A)
+_EQ8 = np.uint64(0x3D3D3D3D3D3D3D3D)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 
 _PARSE_TIME = np.frombuffer(b" parse_time", np.uint8)
 _NOW = np.frombuffer(b" now", np.uint8)
@@ -111,9 +116,10 @@ def _next_space(b, p, end):
     return end
 
 
-@njit(cache=True)
-def scan_block(b, pad, n_lines, eqbuf):
-    """Tokenize a padded block ``b`` (uint8) with ``n_lines`` newlines.
+@njit(cache=True, nogil=True)
+def scan_block(b, w, pad, n_lines, eqbuf):
+    """Tokenize a padded block ``b`` (uint8) with ``n_lines`` newlines; ``w`` is its unaligned
+    uint64 view (``w[p]`` = bytes p..p+7, little-endian) for the 8-bytes-at-a-time line search.
 
     Returns (starts, ends, kind, iv, ok): kind 0 = other, 1 = receive, 2 = send; ``iv`` int64
     (n_lines, 12) fields; ``ok`` bool (n_lines, 10) validity flags (layout in ``thesis_log``).
@@ -130,13 +136,29 @@ def scan_block(b, pad, n_lines, eqbuf):
     p = pad
     while li < n_lines:
         # find the newline, remembering the last 8 '=' positions (ring)
+        # 8 bytes at a time: exact per-byte masks (0x80 where the byte is '\n' resp. '=')
         cnt = 0
         q = st
-        while b[q] != 10:
-            if b[q] == 61:
-                eqbuf[cnt & 7] = q
+        while True:
+            x = w[q]
+            xn = x ^ _NL8
+            xe = x ^ _EQ8
+            zn = ~(((xn & _LOW7) + _LOW7) | xn | _LOW7)
+            ze = ~(((xe & _LOW7) + _LOW7) | xe | _LOW7)
+            if zn != 0:
+                k = trailing_zeros(zn) >> 3  # first newline in this word
+                ze &= (np.uint64(1) << np.uint64(8 * k)) - np.uint64(1)
+                while ze != 0:
+                    eqbuf[cnt & 7] = q + (trailing_zeros(ze) >> 3)
+                    cnt += 1
+                    ze &= ze - np.uint64(1)
+                q += k
+                break
+            while ze != 0:
+                eqbuf[cnt & 7] = q + (trailing_zeros(ze) >> 3)
                 cnt += 1
-            q += 1
+                ze &= ze - np.uint64(1)
+            q += 8
         nl = q
         en = nl
         if en > st and b[en - 1] == 13:
@@ -250,3 +272,4 @@ def gather(b, start, end, wd):
         for k in range(ln):
             out[i, k] = b[s + k]
     return out
+
