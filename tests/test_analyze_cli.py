@@ -27,7 +27,8 @@ def test_analyze_thesis_log_and_pcap(root, tmp_path):
     allr = comp.set_index("msg_type").loc["ALL"]
     assert allr["k_stack_count"] == 60 and allr["sojourn_count"] > 60
     calls = pd.read_csv(out / "calls.csv")
-    assert {"SRD_successful", "SDD", "SDT", "SER", "SEER", "ISA", "SCR", "RRD", "IRA", "PDR"} <= set(calls.metric)
+    assert {"SRD_successful", "SRD_failed", "SDD_successful", "SDD_failed", "SDT_successful", "SER", "SEER",
+            "ISA", "SCR", "RRD", "IRA", "PDR"} <= set(calls.metric)
     rep = json.loads((out / "report.json").read_text())
     assert rep["balanced"] and len(rep["files"]) == 2
     assert {f["source"] for f in rep["files"]} >= {"thesis_log"}

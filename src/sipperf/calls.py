@@ -1,36 +1,66 @@
 """Call-level metrics of RFC 6076 measured at the proxy, and the packet drop rate (seed 000 ch. 6).
 
-RFC 6076 defines its metrics at a measurement point; here the point is the proxy's upstream
-side: a **request instant** is when the request reached the proxy (``t_arr``; if null the
-earliest non-null instant of the row) and a **response instant** is when the response left
-the proxy towards the caller (``t_dep``; if null the latest non-null instant).  A call is one
-Call-ID; its *initial* INVITE is its earliest INVITE request (re-INVITEs are ignored).
+RFC 6076 (Malas & Morton, 2011) defines its metrics at the originating user agent; here the
+measurement point is the proxy's upstream side: a **request instant** is when the request reached
+the proxy (``t_arr``; if null the earliest non-null instant of the row) and a **response instant**
+is when the response left the proxy towards the caller (``t_dep``; if null the latest non-null
+instant).  So SRD, SDD and RRD below are the caller's delays minus the caller↔proxy round trip.
 
-=========  ================================================================================
-metric     definition used (RFC 6076 section)
-=========  ================================================================================
-SRD        Session Request Delay (§4.1): first non-100 response to the initial INVITE
-           (e.g. 180, or the final response when no provisional) minus the INVITE;
-           ``SRD_successful`` for calls whose final INVITE response is 2xx,
-           ``SRD_failed`` for 4xx/5xx/6xx.
-SDD        Session Disconnect Delay (§4.2): 2xx to the BYE minus the BYE.
-SDT        Session Duration Time (§4.3): BYE minus the 2xx to the INVITE (successful calls).
-SER        Session Establishment Ratio (§4.6): INVITEs answered 2xx /
-           (INVITEs − INVITEs answered 3xx), in %.
-SEER       Session Establishment Effectiveness Ratio (§4.7): INVITEs answered 200, 480, 486,
-           600 or 603 / (INVITEs − INVITEs answered 3xx), in %.
-ISA        Ineffective Session Attempts (§4.8): INVITEs answered 500, 503, 504 or with no
-           final response (timeout) / INVITEs, in %.
-SCR        Session Completion Ratio (§4.9): calls answered 2xx whose BYE got a 2xx / INVITEs, in %.
-RRD        Registration Request Delay (§4.4): 2xx to a REGISTER minus the REGISTER (by
-           Call-ID and CSeq).
-IRA        Ineffective Registration Attempts (§4.5): REGISTERs without a 2xx (failure or no
-           answer) / REGISTERs, in %.
-PDR        packet drop rate (seed 000 ch. 6): dropped / total messages, where total is the
-           timeline's rows or, if given, the number offered (e.g. 6 M sent by SIPp).
-=========  ================================================================================
+Units of counting (what the RFC calls a "request" or an "attempt"):
 
-Delays are reported in µs (count, mean, median, p99); ratios in %; NaN when undefined.
+* A **transaction** is (run, Call-ID, CSeq number, method); retransmissions fold into it (earliest
+  request instant; first response of each kind).
+* A **session attempt** is a new-session INVITE transaction (re-INVITEs, i.e. INVITEs sent after the
+  call's first 2xx, are ignored, §4.6 speaks of *new session* INVITEs).  An INVITE answered by an
+  authentication challenge (401, 402, 407) and the INVITE that retries it with credentials (same
+  Call-ID, next CSeq) are **one** attempt that starts at the first INVITE: RFC 6076 does not count the
+  challenges as failures (§4.2, §4.3.2) and counts the time spent authenticating (§5.3).  A
+  REGISTER *registration attempt* is built the same way.
+* An attempt's **outcome** is the first final response of its last transaction that left the proxy
+  towards the caller (a response dropped at the proxy never reached the UA and does not count).
+  With no final response it is a **timeout** once the timeline extends ``timer_s`` (default 32 s =
+  64·T1, RFC 3261 Timers B and F) beyond the request, except for an INVITE that got any provisional
+  response (that stops Timer B); otherwise it is **pending** (open when the capture ended) and is
+  left out of every ratio.  RFC 3261 §8.1.3.1 makes a transaction timeout equivalent to a 408.
+* The **status-indicative response** of an attempt is its first response other than 100 Trying and
+  the challenges 401/402/407 (§4.3).
+
+Challenges = {401, 402, 407}; *failure* = 4xx except challenges, 5xx, 6xx (§4.2, §4.3.2).  An
+attempt that ends on a challenge nobody answered (or on a 3xx, for IRA and SRD) is neither a
+success nor a failure: it stays in the denominators only.
+
+================  =========  ===========================================================================
+metric            RFC 6076   definition used here
+================  =========  ===========================================================================
+RRD               §4.1       registration attempts answered 2xx: 2xx − first REGISTER of the attempt
+                             (a 401/407 round trip included, §5.3).  Failures are left to IRA.
+IRA               §4.2       registration attempts ending in a failure response or a timeout /
+                             registration attempts (pending ones excluded), in %.  3xx and an
+                             unanswered challenge are neither.
+SRD_successful    §4.3.1     attempts whose status-indicative response is a 101–199 provisional or
+                             a 2xx: that response − first INVITE.  Reported apart from failures.
+SRD_failed        §4.3.2     attempts whose status-indicative response is a failure:
+                             that response − first INVITE.
+SDD_successful    §4.4       first BYE of a call answered 2xx: 2xx − BYE.
+SDD_failed        §4.4       first BYE answered 3xx–6xx: that response − BYE; a BYE that timed out
+                             counts ``timer_s`` (the end event is the timeout, Timer F).
+SDT_successful    §4.5.1     established calls with a BYE: BYE − 2xx to the INVITE.  The
+                             failed-completion variant (§4.5.2) is not computed.
+SER               §4.6       attempts answered 200 / (attempts − attempts answered 3xx), in %.
+SEER              §4.7       attempts answered 200, 480, 486, 600 or 603 / (attempts − attempts
+                             answered 3xx), in %.
+ISA               §4.8       attempts answered 408, 500, 503 or 504, or timed out / attempts, in %.
+SCR               §4.9       completed sessions / attempts, in %: completed = established (2xx) and
+                             its BYE got a final response (the session did not fail for lack of a
+                             response).  Established calls still open at the end (no BYE, or a
+                             pending BYE) are left out of numerator and denominator.
+PDR               seed 000   packet drop rate: dropped / total messages, where total is the
+                  ch. 6      timeline's rows or, if given, the number offered (e.g. 6 M sent by SIPp).
+================  =========  ===========================================================================
+
+Delays are reported in µs (count, mean, median, p99); ratios in % with the denominator as count;
+NaN when undefined.  Drafts of RFC 6076 also defined Hops-per-Request; the RFC no longer lists it
+between SDT (§4.5) and SER (§4.6), so it is not computed here.
 """
 from __future__ import annotations
 
@@ -39,57 +69,147 @@ import pandas as pd
 
 from sipperf.timeline import INSTANTS
 
+#: authentication challenges: not failures (RFC 6076 §4.2, §4.3.2)
+CHALLENGES: tuple[int, ...] = (401, 402, 407)
+#: final responses that show the called user's choice (RFC 6076 §4.7)
+SEER_CODES: tuple[int, ...] = (200, 480, 486, 600, 603)
+#: final responses that show a failed or overloaded downstream element (RFC 6076 §4.8)
+ISA_CODES: tuple[int, ...] = (408, 500, 503, 504)
+#: Timer B = Timer F = 64·T1 with T1 = 500 ms (RFC 3261 §17.1.1.2, §17.1.2.2)
+TIMER_S: float = 32.0
 
-def _instants(tl: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(request instant, response instant) per row as float ns relative to the earliest instant
-    (relative, so float64 keeps the ns exactly)."""
+
+def _instants(tl: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(request instant, response instant, latest instant) per row as float ns relative to the
+    earliest instant (relative, so float64 keeps the ns exactly)."""
     ints = [tl[c].to_numpy(dtype="int64", na_value=0) for c in INSTANTS]
     nas = [tl[c].isna().to_numpy() for c in INSTANTS]
     present = [i[~n] for i, n in zip(ints, nas) if (~n).any()]
     ref = min(int(p.min()) for p in present) if present else 0
     m = np.stack([np.where(n, np.nan, (i - ref).astype(np.float64)) for i, n in zip(ints, nas)])
     if not m.shape[1]:
-        return np.zeros(0), np.zeros(0)
+        return np.zeros(0), np.zeros(0), np.zeros(0)
     with np.errstate(all="ignore"):
         first = np.where(np.isnan(m), np.inf, m).min(axis=0)
         last = np.where(np.isnan(m), -np.inf, m).max(axis=0)
     req_t = np.where(np.isnan(m[0]), first, m[0])
     resp_t = np.where(np.isnan(m[6]), last, m[6])
-    req_t[np.isinf(req_t)] = np.nan
-    resp_t[np.isinf(resp_t)] = np.nan
-    return req_t, resp_t
+    for a in (req_t, resp_t, last):
+        a[np.isinf(a)] = np.nan
+    return req_t, resp_t, last
 
 
-def call_table(timeline: pd.DataFrame) -> pd.DataFrame:
-    """One row per (run_id, Call-ID) with an INVITE (index ``run_id\\x00call_id``): instants (ns, float) of the initial INVITE, first
-    non-100 response, final response (and its status), BYE and the 2xx to the BYE."""
-    tl = timeline
-    req_t, resp_t = _instants(tl)
+def _messages(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """The columns the metrics need, one row per message, and the last instant of each run."""
+    req_t, resp_t, last = _instants(tl)
+    run = tl["run_id"].astype("string").fillna("").to_numpy(str)
     d = pd.DataFrame({
-        "call_id": (tl["run_id"].astype("string").fillna("") + "\x00" + tl["call_id"].astype("string")).to_numpy(str),
+        "run": run,
+        "key": (pd.Series(run) + "\x00" + tl["call_id"].astype("string").reset_index(drop=True)).to_numpy(str),
         "kind": tl["kind"].astype(str).to_numpy(),
         "method": tl["method"].astype("string").fillna("").str.upper().to_numpy(str),
         "cmeth": tl["cseq_method"].astype("string").fillna("").str.upper().to_numpy(str),
+        "cseq": tl["cseq"].to_numpy(dtype="float64", na_value=-1.0),
         "status": tl["status"].to_numpy(dtype="float64", na_value=np.nan),
-        "req_t": req_t, "resp_t": resp_t,
+        "dropped": tl["dropped"].fillna(False).to_numpy(bool),
+        "req_t": req_t, "resp_t": resp_t, "last": last,
     })
-    inv = d[(d.kind == "request") & (d.method == "INVITE")].groupby("call_id")["req_t"].min()
-    out = pd.DataFrame({"t_invite": inv})
-    r = d[(d.kind == "response") & (d.cmeth == "INVITE")]
-    out["t_first"] = r[r.status != 100].groupby("call_id")["resp_t"].min()
-    fin = r[r.status >= 200].sort_values("resp_t")
-    fin = fin.groupby("call_id").first()
-    out["t_final"] = fin["resp_t"]
-    out["final_status"] = fin["status"]
-    out["t_2xx"] = r[(r.status >= 200) & (r.status < 300)].groupby("call_id")["resp_t"].min()
-    out["t_bye"] = d[(d.kind == "request") & (d.method == "BYE")].groupby("call_id")["req_t"].min()
-    rb = d[(d.kind == "response") & (d.cmeth == "BYE") & (d.status >= 200) & (d.status < 300)]
-    out["t_bye_2xx"] = rb.groupby("call_id")["resp_t"].min()
-    return out
+    run_end = d.groupby("run")["last"].max()
+    return d, run_end
+
+
+def _transactions(d: pd.DataFrame, method: str) -> pd.DataFrame:
+    """One row per (key, cseq) transaction of ``method``: t_req, first status-indicative response
+    (t_ind, s_ind) and first final response (t_fin, s_fin); sorted by key and t_req."""
+    rq = d[(d.kind == "request") & (d.method == method)]
+    tx = rq.groupby(["key", "cseq"]).agg(t_req=("req_t", "min"), run=("run", "first"))
+    # a response dropped at the proxy never reached the caller: it does not count
+    rs = d[(d.kind == "response") & (d.cmeth == method) & ~d.dropped].sort_values("resp_t", kind="stable")
+    ind = rs[(rs.status != 100) & ~rs.status.isin(CHALLENGES)].groupby(["key", "cseq"]).first()
+    fin = rs[rs.status >= 200].groupby(["key", "cseq"]).first()
+    tx["t_any"] = rs.groupby(["key", "cseq"])["resp_t"].min()
+    tx["t_ind"] = ind["resp_t"]
+    tx["s_ind"] = ind["status"]
+    tx["t_fin"] = fin["resp_t"]
+    tx["s_fin"] = fin["status"]
+    return tx.reset_index().sort_values(["key", "t_req"], kind="stable").reset_index(drop=True)
+
+
+def _attempts(tx: pd.DataFrame, run_end: pd.Series, timer_ns: float, invite: bool) -> pd.DataFrame:
+    """Fold challenged transactions into the retry that follows them (one attempt per row):
+    t_start (first request), t_ind/s_ind (first status-indicative response), t_fin/s_fin (final
+    response of the last transaction), t_last (last request), timeout and pending flags.  For an
+    INVITE any provisional response stops Timer B (RFC 3261 §17.1.1.2), so only an INVITE that got
+    no response at all can time out; a non-INVITE's Timer F runs on (§17.1.2.2)."""
+    cols = ["key", "t_start", "t_ind", "s_ind", "t_fin", "s_fin", "t_last", "timeout", "pending"]
+    if tx.empty:
+        return pd.DataFrame(columns=cols)
+    closes = ~tx["s_fin"].isin(CHALLENGES)
+    opens = closes.groupby(tx["key"]).shift(1, fill_value=True)
+    tx = tx.assign(att=opens.astype(int).groupby(tx["key"]).cumsum())
+    # positional first/last rows (GroupBy.first/last would skip nulls and mix transactions)
+    first = tx.drop_duplicates(["key", "att"], keep="first").set_index(["key", "att"])
+    last = tx.drop_duplicates(["key", "att"], keep="last").set_index(["key", "att"])
+    ind = tx.dropna(subset=["t_ind"]).sort_values("t_ind", kind="stable")
+    ind = ind.drop_duplicates(["key", "att"], keep="first").set_index(["key", "att"])
+    a = pd.DataFrame({"t_start": first["t_req"], "run": first["run"], "t_last": last["t_req"],
+                      "t_fin": last["t_fin"], "s_fin": last["s_fin"], "t_any": last["t_any"]},
+                     index=first.index)
+    a["t_ind"] = ind["t_ind"]
+    a["s_ind"] = ind["s_ind"]
+    a = a.reset_index()
+    no_final = a["s_fin"].isna().to_numpy()
+    seen_for = run_end.reindex(a["run"]).to_numpy() - a["t_last"].to_numpy()
+    can_time_out = a["t_any"].isna().to_numpy() if invite else np.ones(len(a), bool)
+    a["timeout"] = no_final & can_time_out & (seen_for >= timer_ns)
+    a["pending"] = no_final & ~a["timeout"].to_numpy(bool)
+    return a[cols]
+
+
+def _first_bye(d: pd.DataFrame, run_end: pd.Series, timer_ns: float) -> pd.DataFrame:
+    """Per key, the earliest BYE transaction: t_bye, its final response (t_bye_fin, s_bye_fin) and
+    whether it timed out or is still pending."""
+    tx = _transactions(d, "BYE")
+    b = tx.drop_duplicates("key", keep="first").set_index("key")  # tx is sorted by (key, t_req)
+    no_final = b["s_fin"].isna().to_numpy()
+    seen_for = run_end.reindex(b["run"]).to_numpy() - b["t_req"].to_numpy()
+    return pd.DataFrame({"t_bye": b["t_req"], "t_bye_fin": b["t_fin"], "s_bye_fin": b["s_fin"],
+                         "bye_timeout": no_final & (seen_for >= timer_ns),
+                         "bye_pending": no_final & ~(seen_for >= timer_ns)}, index=b.index)
+
+
+def call_table(timeline: pd.DataFrame, timer_s: float = TIMER_S) -> pd.DataFrame:
+    """One row per session attempt (new-session INVITE, challenge retries folded in), instants as
+    float ns relative to the timeline's earliest instant: ``key`` (run_id NUL Call-ID), t_start,
+    status-indicative response (t_ind, s_ind), final response (t_fin, s_fin), timeout/pending, and
+    for the established attempt the call's first BYE (t_bye, t_bye_fin, s_bye_fin, bye_timeout,
+    bye_pending)."""
+    d, run_end = _messages(timeline)
+    timer_ns = timer_s * 1e9
+    tx = _transactions(d, "INVITE")
+    ok = (tx.s_fin >= 200) & (tx.s_fin < 300)
+    t_est = tx[ok].groupby("key")["t_fin"].min()
+    tx = tx[~(tx["t_req"] > t_est.reindex(tx["key"]).to_numpy())].reset_index(drop=True)  # no re-INVITEs
+    a = _attempts(tx, run_end, timer_ns, invite=True)
+    bye = _first_bye(d, run_end, timer_ns).reindex(a["key"])
+    est = ((a.s_fin >= 200) & (a.s_fin < 300)).to_numpy() & ~(bye["t_bye"].to_numpy() < a["t_fin"].to_numpy())
+    for col in ("t_bye", "t_bye_fin", "s_bye_fin"):  # only the established attempt owns the BYE
+        a[col] = np.where(est, bye[col].to_numpy(dtype="float64"), np.nan)
+    for col in ("bye_timeout", "bye_pending"):
+        a[col] = est & bye[col].fillna(False).to_numpy(bool)
+    return a
+
+
+def registration_table(timeline: pd.DataFrame, timer_s: float = TIMER_S) -> pd.DataFrame:
+    """One row per registration attempt (REGISTER, challenge retries folded in); columns as in
+    :func:`call_table` without the BYE."""
+    d, run_end = _messages(timeline)
+    return _attempts(_transactions(d, "REGISTER"), run_end, timer_s * 1e9, invite=False)
 
 
 def _delay_row(name: str, v_ns: np.ndarray, definition: str) -> dict:
-    v = v_ns[np.isfinite(v_ns)] / 1e3
+    v = np.asarray(v_ns, dtype=float)
+    v = v[np.isfinite(v)] / 1e3
     return {"metric": name, "unit": "us", "count": int(len(v)),
             "value": float(v.mean()) if len(v) else np.nan,
             "median": float(np.median(v)) if len(v) else np.nan,
@@ -114,51 +234,60 @@ def pdr(timeline: pd.DataFrame, offered: int | None = None) -> float:
     return dropped / len(timeline) if len(timeline) else np.nan
 
 
-def metrics(timeline: pd.DataFrame, offered: int | None = None) -> pd.DataFrame:
+def _is_failure(s: np.ndarray) -> np.ndarray:
+    return (s >= 400) & (s < 700) & ~np.isin(s, CHALLENGES)
+
+
+def metrics(timeline: pd.DataFrame, offered: int | None = None, timer_s: float = TIMER_S) -> pd.DataFrame:
     """All metrics as a table (metric, unit, count, value, median, p99, definition)."""
-    c = call_table(timeline)
-    fs = c["final_status"].to_numpy(dtype="float64")
-    n_inv = len(c)
+    c = call_table(timeline, timer_s)
+    fs = c["s_fin"].to_numpy(dtype="float64")
+    si = c["s_ind"].to_numpy(dtype="float64")
+    srd = (c.t_ind - c.t_start).to_numpy(dtype="float64")
+    done = ~c["pending"].to_numpy(bool)
     ok = (fs >= 200) & (fs < 300)
-    fail = fs >= 400
-    n3 = int(((fs >= 300) & (fs < 400)).sum())
+    n3 = int((done & (fs >= 300) & (fs < 400)).sum())
+    has_bye = np.isfinite(c["t_bye"].to_numpy(dtype="float64"))
+    bye_answered = np.isfinite(c["s_bye_fin"].to_numpy(dtype="float64"))
+    bye_to = c["bye_timeout"].to_numpy(bool)
+    open_ = ok & (~has_bye | c["bye_pending"].to_numpy(bool))
+    sbf = c["s_bye_fin"].to_numpy(dtype="float64")
+    bye_d = (c.t_bye_fin - c.t_bye).to_numpy(dtype="float64")
+    n_att = int(done.sum())
+    scr_den = int((done & ~open_).sum())
+    timer_ns = timer_s * 1e9
     rows = [
-        _delay_row("SRD_successful", (c.t_first - c.t_invite).to_numpy()[ok],
-                   "first non-100 response to INVITE (t_dep) - INVITE (t_arr), final 2xx"),
-        _delay_row("SRD_failed", (c.t_first - c.t_invite).to_numpy()[fail],
-                   "first non-100 response to INVITE (t_dep) - INVITE (t_arr), final 4xx-6xx"),
-        _delay_row("SDD", (c.t_bye_2xx - c.t_bye).to_numpy(), "2xx to BYE (t_dep) - BYE (t_arr)"),
-        _delay_row("SDT", (c.t_bye - c.t_2xx).to_numpy()[ok], "BYE (t_arr) - 2xx to INVITE (t_dep)"),
-        _ratio_row("SER", int(ok.sum()), n_inv - n3, "INVITE answered 2xx / (INVITE - 3xx)"),
-        _ratio_row("SEER", int(np.isin(fs, [200, 480, 486, 600, 603]).sum()), n_inv - n3,
-                   "INVITE answered 200,480,486,600,603 / (INVITE - 3xx)"),
-        _ratio_row("ISA", int((np.isin(fs, [500, 503, 504]) | np.isnan(fs)).sum()), n_inv,
-                   "INVITE answered 500,503,504 or unanswered / INVITE"),
-        _ratio_row("SCR", int((ok & np.isfinite(c.t_bye_2xx.to_numpy())).sum()), n_inv,
-                   "calls with 2xx to INVITE and 2xx to BYE / INVITE"),
+        _delay_row("SRD_successful", srd[((si > 100) & (si < 200)) | ((si >= 200) & (si < 300))],
+                   "§4.3.1: first 101-199/2xx response (t_dep) - first INVITE of the attempt (t_arr)"),
+        _delay_row("SRD_failed", srd[_is_failure(si)],
+                   "§4.3.2: failure response (4xx but 401/402/407, 5xx, 6xx; t_dep) - first INVITE (t_arr)"),
+        _delay_row("SDD_successful", bye_d[(sbf >= 200) & (sbf < 300)], "§4.4: 2xx to BYE (t_dep) - BYE (t_arr)"),
+        _delay_row("SDD_failed", np.concatenate([bye_d[sbf >= 300], np.full(int(bye_to.sum()), timer_ns)]),
+                   f"§4.4: 3xx-6xx to BYE (t_dep) - BYE (t_arr); a BYE timeout counts {timer_s:g} s"),
+        _delay_row("SDT_successful", (c.t_bye - c.t_fin).to_numpy(dtype="float64")[ok & has_bye],
+                   "§4.5.1: BYE (t_arr) - 2xx to INVITE (t_dep)"),
+        _ratio_row("SER", int((done & (fs == 200)).sum()), n_att - n3,
+                   "§4.6: attempts answered 200 / (attempts - attempts answered 3xx)"),
+        _ratio_row("SEER", int((done & np.isin(fs, SEER_CODES)).sum()), n_att - n3,
+                   "§4.7: attempts answered 200,480,486,600,603 / (attempts - attempts answered 3xx)"),
+        _ratio_row("ISA", int((done & (np.isin(fs, ISA_CODES) | c["timeout"].to_numpy(bool))).sum()), n_att,
+                   "§4.8: attempts answered 408,500,503,504 or timed out / attempts"),
+        _ratio_row("SCR", int((done & ok & bye_answered).sum()), scr_den,
+                   "§4.9: established sessions whose BYE got a final response / attempts"),
     ]
-    rows += _registration_rows(timeline)
+    rows += _registration_rows(registration_table(timeline, timer_s))
     total = offered if offered is not None else len(timeline)
     rows.append({"metric": "PDR", "unit": "%", "count": int(total),
                  "value": 100.0 * pdr(timeline, offered) if total else np.nan,
-                 "median": np.nan, "p99": np.nan, "definition": "dropped / total messages"})
+                 "median": np.nan, "p99": np.nan, "definition": "dropped / total messages (seed 000 ch. 6)"})
     return pd.DataFrame(rows)
 
 
-def _registration_rows(tl: pd.DataFrame) -> list[dict]:
-    req_t, resp_t = _instants(tl)
-    kind = tl["kind"].astype(str).to_numpy()
-    method = tl["method"].astype("string").fillna("").str.upper().to_numpy(str)
-    cm = tl["cseq_method"].astype("string").fillna("").str.upper().to_numpy(str)
-    st = tl["status"].to_numpy(dtype="float64", na_value=np.nan)
-    key = tl["call_id"].astype(str).to_numpy() + "\x00" + tl["cseq"].astype("string").fillna("").to_numpy(str)
-    reg = (kind == "request") & (method == "REGISTER")
-    if not reg.any():
-        return [_delay_row("RRD", np.array([]), "2xx to REGISTER (t_dep) - REGISTER (t_arr)"),
-                _ratio_row("IRA", 0, 0, "REGISTER without 2xx / REGISTER")]
-    r = pd.DataFrame({"key": key[reg], "t": req_t[reg]}).groupby("key")["t"].min()
-    okm = (kind == "response") & (cm == "REGISTER") & (st >= 200) & (st < 300)
-    a = pd.DataFrame({"key": key[okm], "t": resp_t[okm]}).groupby("key")["t"].min()
-    j = pd.concat([r.rename("req"), a.rename("ok")], axis=1).loc[r.index]
-    return [_delay_row("RRD", (j.ok - j.req).to_numpy(), "2xx to REGISTER (t_dep) - REGISTER (t_arr)"),
-            _ratio_row("IRA", int(j.ok.isna().sum()), len(j), "REGISTER without 2xx / REGISTER")]
+def _registration_rows(r: pd.DataFrame) -> list[dict]:
+    fs = r["s_fin"].to_numpy(dtype="float64")
+    done = ~r["pending"].to_numpy(bool)
+    ok = (fs >= 200) & (fs < 300)
+    d = (r.t_fin - r.t_start).to_numpy(dtype="float64")
+    return [_delay_row("RRD", d[ok], "§4.1: 2xx to REGISTER (t_dep) - first REGISTER of the attempt (t_arr)"),
+            _ratio_row("IRA", int((done & (_is_failure(fs) | r["timeout"].to_numpy(bool))).sum()), int(done.sum()),
+                       "§4.2: registration attempts ending in failure or timeout / attempts")]
