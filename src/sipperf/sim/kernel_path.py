@@ -6,19 +6,25 @@ receive queue (packets, or bytes like SO_RCVBUF; a full queue drops and counts R
 message ``X = alpha(lambda) K^{s,base}_sockq + K_copy + T^1_sip + T^2_sip + K_snd`` (eq. 4.1,
 4.4), with T_sip growing with the number of live calls (§4.2.2).
 
-Speed: there are no per-packet processes.  Every event is a bare :class:`simpy.events.Timeout`
-with one plain callback; a message costs two events (arrival at t_stack, service end);
-randomness is pre-drawn in numpy arrays and instants go to preallocated lists.  A preempted
-message keeps the (start, work-done) of each run segment so its instants can be placed on the
-wall clock afterwards.
+Speed: there are no per-packet processes and no SimPy resources.  Every event is a slotted,
+pre-triggered event (:class:`_Ev`) with one plain callback, pushed on the SimPy environment's
+queue with the key a :class:`simpy.events.Timeout` would get and dispatched by
+``Environment.run``; a message costs two events (arrival at t_stack, service end), plus the
+scheduler's slice ticks and the stale end events of preempted runs.  Randomness is pre-drawn in
+numpy arrays, instants go to preallocated lists, and the scheduler's decisions
+(:mod:`sipperf.sim.scheduler`) are inlined in the hot path with precomputed tables (same
+floating-point operations, so seeded runs are identical to the function-by-function version).
+A preempted message keeps the (start, work-done) of each run segment so its instants can be
+placed on the wall clock afterwards.
 """
 from __future__ import annotations
 
+import gc
+from bisect import insort
 from collections import deque
+from heapq import heappush
 
-import numpy as np
 import simpy
-from simpy.events import Timeout
 
 from sipperf.sim import scheduler as S
 from sipperf.sim.params import SimParams, alpha
@@ -27,6 +33,32 @@ from sipperf.sim.workload import Workload
 NAN = float("nan")
 #: outcome codes per message
 NOT_SENT, SERVED, DROPPED, IN_FLIGHT = 0, 1, 2, 3
+
+
+class _Ev:
+    """A pre-triggered SimPy event: exactly what :meth:`simpy.Environment.step` reads.
+
+    ``Environment.step`` pops ``(time, priority, eid, event)`` from ``env._queue``, swaps out
+    ``event.callbacks``, calls each callback with the event and checks ``event._ok``.  A
+    :class:`simpy.events.Timeout` carries the same fields plus a ``__dict__``, ``env`` and
+    ``_delay`` and costs a Python ``__init__`` and a ``schedule`` call; this slotted event is
+    pushed with the same key ``(now + delay, NORMAL, next(eid))``, so SimPy processes the events
+    in exactly the order it would process the equivalent Timeouts.  ``callbacks`` is a shared
+    one-element tuple (SimPy only iterates it); ``gen`` is the core generation an end/tick
+    event belongs to.  ``step`` sets ``callbacks`` to None before calling the callback and
+    reads only ``_ok`` afterwards, so a callback may re-arm its own event object (new
+    ``callbacks``, pushed again with a new key) instead of allocating another one.
+    """
+
+    __slots__ = ("callbacks", "_value", "gen")
+    _ok = True
+
+    def __repr__(self) -> str:
+        return f"<_Ev value={self._value!r} gen={getattr(self, 'gen', None)!r}>"
+
+
+#: simpy.events.NORMAL (the priority of a Timeout)
+_NORMAL = int(simpy.events.NORMAL)
 
 
 class KernelPath:
@@ -50,6 +82,7 @@ class KernelPath:
         self.skb = [b + k.skb_overhead_b for b in s.size_b]
         self.cap_pkts = k.rcvbuf_pkts if k.rcvbuf_pkts is not None else 1 << 62
         self.cap_bytes = k.rcvbuf_bytes if k.rcvbuf_bytes is not None else 1 << 62
+        self.byte_cap = k.rcvbuf_bytes is not None   # else q_bytes is not tracked (always 0)
         n = wl.n_msgs
         self.t_stack = [NAN] * n
         self.t_start = [NAN] * n     # first productive instant of service (single segment)
@@ -68,7 +101,8 @@ class KernelPath:
         nc = max(1, int(k.cores))
         self.cores = [S.Core(i, i // max(1, k.cores_per_socket)) for i in range(nc)]
         self.threads = []
-        for i in range(max(1, int(k.threads))):
+        nthr = max(1, int(k.threads))
+        for i in range(nthr):
             c = self.cores[i % nc]
             t = S.Thread(i, c)
             c.nthreads += 1
@@ -89,224 +123,377 @@ class KernelPath:
         self.uas_gap = wl.uas_gap_us.tolist()
         self.uac_react = wl.uac_react_us.tolist()
         self.uas_bye = wl.uas_bye_react_us.tolist()
+        # --- hot-path constants (each is the value the scheduler functions would compute)
+        self.multicore = nc > 1
+        self.slice_us = S.slice_table_us(sp, nthr + 1)                 # by nr_running
+        self.sw_base_us = S.switch_base_table_us(sp, nthr)             # by core.nthreads
+        self.theta_n = [self.theta * (m - 1) for m in range(nthr + 1)]  # by core.nthreads
+        self.half_lat = sp.latency_us / 2
+        self.wake_gran = sp.wakeup_granularity_us
+        self.mig_cost = sp.migration_cost_us
+        self.n_calls = wl.n_calls
+        self.n_msgs = n
+        self.contend = bool(self.kappa) and self.multicore
+        for c in self.cores:
+            c.others = tuple(o for o in self.cores if o is not c)
 
-    # ---------------------------------------------------------------- event plumbing
-    def _at(self, t: float, cb, value) -> None:
-        ev = Timeout(self.env, t - self.env._now, value)
-        ev.callbacks.append(cb)
-        self.events += 1
-
-    def _send(self, m: int, t_arr: float) -> None:
-        """Message ``m`` reaches the device layer at ``t_arr``; it is enqueued after K_stack."""
-        self.outcome[m] = IN_FLIGHT
-        self._at(t_arr + self.kstack[self.mtype[m]], self._arrive, m)
-
-    # ---------------------------------------------------------------- arrivals / socket queue
-    def _arrive(self, ev) -> None:
-        m = ev._value
-        now = self.env._now
-        self.t_stack[m] = now
-        k = self.mtype[m]
-        if self.sip:
-            if k == 0:
-                self.n_live += 1
-                c = m // 6 + 1
-                if c < self.wl.n_calls:
-                    self._send(6 * c, self.t0[c])
-        elif m + 1 < self.wl.n_msgs:
-            self._send(m + 1, self.t0[m + 1])
-        if len(self.q) >= self.cap_pkts or self.q_bytes + self.skb[k] > self.cap_bytes:
-            self.outcome[m] = DROPPED
-            if self.sip and k in (0, 2, 4, 5):  # the call cannot continue (no retransmissions)
-                self.n_live -= 1
-            return
-        self.q.append(m)
-        self.q_bytes += self.skb[k]
-        if len(self.q) > self.max_q:
-            self.max_q = len(self.q)
-        if self.waiters:
-            self._wake(self.waiters.popleft(), now)
-
-    def _dequeue(self) -> int:
-        m = self.q.popleft()
-        self.q_bytes -= self.skb[self.mtype[m]]
-        return m
-
-    def _work(self, m: int, core: S.Core) -> float:
-        k = self.mtype[m]
-        nl = self.n_live
-        self.nlive[m] = nl
-        x = self.u[m] * (self.fixed_us[k] + self.tsip_us[k] * (1.0 + self.growth * nl))
-        extra = self.theta * (core.nthreads - 1)
-        if self.kappa and len(self.cores) > 1:
-            busy = 0
-            for c in self.cores:
-                if c is not core and c.curr is not None and c.curr.pkt >= 0:
-                    busy += 1
-            extra += self.kappa * busy * x
-        if extra:
-            self.extra[m] = extra
-        return x + extra
-
-    # ---------------------------------------------------------------- departures / workload
-    def _departed(self, m: int, now: float) -> None:
-        self.t_dep[m] = now
-        self.outcome[m] = SERVED
-        if not self.sip:
-            return
-        k = m % 6
-        c = m // 6
-        if k == 0:      # INVITE forwarded -> UAS answers 180, then 200
-            t180 = now + self.net2 + self.uas_react[c]
-            self._send(m + 1, t180)
-            self._send(m + 2, t180 + self.uas_gap[c])
-        elif k == 2:    # 200 forwarded -> UAC sends ACK, and BYE after the holding time
-            tack = now + self.net2 + self.uac_react[c]
-            self._send(m + 1, tack)
-            self._send(m + 2, tack + self.hold)
-        elif k == 4:    # BYE forwarded -> UAS answers 200
-            self._send(m + 1, now + self.net2 + self.uas_bye[c])
-        elif k == 5:
-            self.n_live -= 1
-
-    # ---------------------------------------------------------------- scheduler actions
-    def _wake(self, thr: S.Thread, now: float) -> None:
-        sp = self.sp
-        core = S.select_core(sp, self.cores, thr, now) if len(self.cores) > 1 else thr.core
-        if core is not thr.core:
-            S.migrate(sp, thr, core)
-            self.migrations += 1
-        thr.vruntime = S.place_vruntime(sp, core, thr)
-        thr.state = "runnable"
-        curr = core.curr
-        if curr is None:
-            self._run(core, thr, now)
-            return
-        curr_vr = curr.vruntime + (now - core.run_start)
-        if S.should_preempt_on_wakeup(sp, curr_vr, thr.vruntime):
-            self._deschedule(core, now)
-            self.preemptions += 1
-            self._run(core, thr, now)
-        else:
-            core.rq.append(thr)
-            self._arm_tick(core, now)
-
-    def _arm_tick(self, core: S.Core, now: float) -> None:
-        if core.tick_gen == core.gen or core.curr is None:
-            return
-        sl = S.time_slice_us(self.sp, len(core.rq) + 1)
-        t = max(now, core.run_start + sl)
-        core.tick_gen = core.gen
-        self._at(t, self._tick, (core, core.gen))
-
-    def _run(self, core: S.Core, thr: S.Thread, now: float) -> None:
-        over = S.switch_cost_us(self.sp, core, thr)
-        if core.last is not thr and core.last is not None:
-            self.switches += 1
-        thr.penalty_us = 0.0
-        core.curr = thr
-        core.gen += 1
-        core.run_start = now
-        core.eff = now + over
-        core.last = thr
-        thr.state = "running"
-        if thr.vruntime > core.min_vr:
-            core.min_vr = thr.vruntime if not core.rq else min(thr.vruntime, min(t.vruntime for t in core.rq))
-        if thr.pkt < 0:
-            if self.q:
-                m = self._dequeue()
-                thr.pkt = m
-                thr.remaining = self._work(m, core)
-                thr.done = 0.0
-                self.t_start[m] = core.eff
-            else:  # woken for nothing (another thread took the packet): pay the switch, re-block
-                self._at(core.eff, self._end, (core, core.gen))
-                if core.rq:
-                    self._arm_tick(core, now)
-                return
-        else:
-            self.segs.setdefault(thr.pkt, [(self.t_start[thr.pkt], 0.0)]).append((core.eff, thr.done))
-        self._at(core.eff + thr.remaining, self._end, (core, core.gen))
-        if core.rq:
-            self._arm_tick(core, now)
-
-    def _deschedule(self, core: S.Core, now: float) -> S.Thread:
-        thr = core.curr
-        thr.vruntime += now - core.run_start
-        prog = min(now - core.eff, thr.remaining)
-        if prog > 0 and thr.pkt >= 0:
-            thr.remaining -= prog
-            thr.done += prog
-            if thr.pkt not in self.segs:
-                self.segs[thr.pkt] = [(self.t_start[thr.pkt], 0.0)]
-        thr.last_ran = now
-        thr.state = "runnable"
-        core.curr = None
-        core.gen += 1
-        core.rq.append(thr)
-        return thr
-
-    def _tick(self, ev) -> None:
-        core, gen = ev._value
-        if core.gen != gen or not core.rq:
-            return
-        now = self.env._now
-        self._deschedule(core, now)
-        self.preemptions += 1
-        self._pick(core, now)
-
-    def _pick(self, core: S.Core, now: float) -> None:
-        if core.rq:
-            thr = min(core.rq, key=lambda t: t.vruntime)
-            core.rq.remove(thr)
-            self._run(core, thr, now)
-            return
-        if len(self.cores) > 1:
-            thr = S.pull_candidate(self.sp, self.cores, core, now)
-            if thr is not None:
-                thr.core.rq.remove(thr)
-                S.migrate(self.sp, thr, core)
-                self.migrations += 1
-                self._run(core, thr, now)
-                return
-        core.curr = None
-        core.gen += 1
-
-    def _end(self, ev) -> None:
-        """The running thread finished its message (or its spurious wake-up)."""
-        core, gen = ev._value
-        if core.gen != gen:
-            return
-        now = self.env._now
-        thr = core.curr
-        if thr.pkt >= 0:
-            self._departed(thr.pkt, now)
-            thr.pkt = -1
-        # recvfrom() again: more work -> keep running unless the slice is used up
-        if self.q and not (core.rq and now - core.run_start >= S.time_slice_us(self.sp, len(core.rq) + 1)):
-            m = self._dequeue()
-            thr.pkt = m
-            thr.remaining = self._work(m, core)
-            thr.done = 0.0
-            self.t_start[m] = now
-            core.eff = now
-            self._at(now + thr.remaining, self._end, (core, gen))
-            return
-        thr.vruntime += now - core.run_start
-        thr.last_ran = now
-        core.curr = None
-        core.gen += 1
-        if self.q:          # preempted at the slice end: stays runnable
-            thr.state = "runnable"
-            core.rq.append(thr)
-            self.preemptions += 1
-        else:               # blocks in recvfrom
-            thr.state = "blocked"
-            self.waiters.append(thr)
-        self._pick(core, now)
-
-    # ---------------------------------------------------------------- run
+    # ---------------------------------------------------------------- the engine
     def run(self) -> None:
-        if self.wl.n_msgs:
-            self._send(0, self.t0[0])
-        self.env.run()
+        """Run the model to the end.
+
+        The event handlers are closures over local variables (cell loads are cheaper than
+        ``self.`` attribute loads on this hot path); counters are written back to ``self`` at the
+        end.  Every push is ``heappush(queue, (now + (t - now), NORMAL, next(eid), ev))``:
+        exactly the key ``Timeout(env, t - now)`` gets from ``env.schedule`` (the
+        ``now + (t - now)`` rounding included), so SimPy processes the events in the order --
+        ties broken by creation order -- it would process the equivalent Timeouts.
+        """
+        env = self.env
+        queue = env._queue
+        eid = env._eid
+        eid0 = next(eid)
+        push = heappush
+        Ev = _Ev
+        NORMAL = _NORMAL
+        sp = self.sp
+        migrate = S.migrate
+        pull_candidate = S.pull_candidate
+        by_vruntime = S.VRUNTIME
+        # per-message data (preallocated lists, shared with self)
+        t_stack, t_start, t_dep = self.t_stack, self.t_start, self.t_dep
+        nlive, extra_us, outcome, segs = self.nlive, self.extra, self.outcome, self.segs
+        mtype, u, t0 = self.mtype, self.u, self.t0
+        uas_react, uas_gap, uac_react, uas_bye = self.uas_react, self.uas_gap, self.uac_react, self.uas_bye
+        # constants
+        fixed_us, tsip_us, growth = self.fixed_us, self.tsip_us, self.growth
+        kstack, skb, cap_pkts, cap_bytes = self.kstack, self.skb, self.cap_pkts, self.cap_bytes
+        byte_cap = self.byte_cap
+        theta_n, kappa, contend = self.theta_n, self.kappa, self.contend
+        slice_us, sw_base_us = self.slice_us, self.sw_base_us
+        half_lat, wake_gran, mig_cost = self.half_lat, self.wake_gran, self.mig_cost
+        net2, hold, sip, multicore = self.net2, self.hold, self.sip, self.multicore
+        n_calls, n_msgs, cores = self.n_calls, self.n_msgs, self.cores
+        q, waiters = self.q, self.waiters
+        # state written back at the end
+        n_live, q_bytes, max_q = self.n_live, self.q_bytes, self.max_q
+        preemptions, switches, migrations = self.preemptions, self.switches, self.migrations
+
+        def send(m: int, t_arr: float) -> None:
+            """Message ``m`` reaches the device layer at ``t_arr``; it is enqueued after K_stack."""
+            outcome[m] = IN_FLIGHT
+            now = env._now
+            t = t_arr + kstack[mtype[m]]
+            if t < now:  # what Timeout() would refuse (a negative delay from the inputs)
+                raise ValueError(f"message {m} would arrive in the past ({t} < {now} us)")
+            ev = Ev()
+            ev.callbacks = cb_arrive
+            ev._value = m
+            push(queue, (now + (t - now), NORMAL, next(eid), ev))
+
+        # ------------------------------------------------------------ arrivals / socket queue
+        def arrive(ev: _Ev) -> None:
+            """Message ``ev._value`` leaves K_stack: next INVITE, socket queue (or drop), wake-up."""
+            nonlocal n_live, q_bytes, max_q, preemptions, migrations
+            m = ev._value
+            now = env._now
+            t_stack[m] = now
+            k = mtype[m]
+            if sip:
+                if k == 0:
+                    n_live += 1
+                    c = m // 6 + 1
+                    if c < n_calls:         # the next call's INVITE: send(6 * c, t0[c]),
+                        nxt = 6 * c         # re-arming this processed event object
+                        outcome[nxt] = IN_FLIGHT
+                        t = t0[c] + kstack[mtype[nxt]]
+                        if t < now:
+                            raise ValueError(f"message {nxt} would arrive in the past ({t} < {now} us)")
+                        ev.callbacks = cb_arrive
+                        ev._value = nxt
+                        push(queue, (now + (t - now), NORMAL, next(eid), ev))
+            elif m + 1 < n_msgs:
+                send(m + 1, t0[m + 1])
+            if len(q) >= cap_pkts or (byte_cap and q_bytes + skb[k] > cap_bytes):
+                outcome[m] = DROPPED
+                if sip and k in (0, 2, 4, 5):  # the call cannot continue (no retransmissions)
+                    n_live -= 1
+                return
+            q.append(m)
+            if byte_cap:
+                q_bytes += skb[k]
+            if len(q) > max_q:
+                max_q = len(q)
+            if not waiters:
+                return
+            # ---- wake one blocked thread (try_to_wake_up)
+            thr = waiters.popleft()
+            core = thr.core
+            if multicore and core.curr is not None and now - thr.last_ran >= mig_cost:
+                # select_task_rq(): an idle core, same processor first (as S.select_core)
+                dst = None
+                for c in core.others:
+                    if c.curr is None and not c.rq:
+                        if c.socket == core.socket:
+                            dst = c
+                            break
+                        if dst is None:
+                            dst = c
+                if dst is not None:
+                    migrate(sp, thr, dst)
+                    migrations += 1
+                    core = dst
+            v = core.min_vr - half_lat        # place_entity() (as S.place_vruntime)
+            if v > thr.vruntime:
+                thr.vruntime = v
+            curr = core.curr
+            if curr is None:
+                run_on(core, thr, now)
+            elif curr.vruntime + (now - core.run_start) - thr.vruntime > wake_gran:
+                deschedule(core, now)         # wake-up preemption (S.should_preempt_on_wakeup)
+                preemptions += 1
+                run_on(core, thr, now)
+            else:
+                insort(core.rq, thr, key=by_vruntime)
+                if core.tick_gen != core.gen:
+                    arm_tick(core, now)
+
+        # ------------------------------------------------------------ scheduler actions
+        def arm_tick(core: S.Core, now: float) -> None:
+            """A slice-end event for the current run of ``core`` (once per run)."""
+            if core.tick_gen == core.gen or core.curr is None:
+                return
+            t = core.run_start + slice_us[len(core.rq) + 1]   # S.time_slice_us
+            if not t > now:
+                t = now
+            gen = core.gen
+            core.tick_gen = gen
+            ev = Ev()
+            ev.callbacks = cb_tick
+            ev._value = core
+            ev.gen = gen
+            push(queue, (now + (t - now), NORMAL, next(eid), ev))
+
+        def run_on(core: S.Core, thr: S.Thread, now: float) -> None:
+            """Switch ``core`` to ``thr``; it takes a packet (or resumes one) and its end is scheduled."""
+            nonlocal switches, q_bytes
+            last = core.last
+            pen = thr.penalty_us
+            if last is thr or last is None:
+                eff = now + pen
+            else:                                    # S.switch_cost_us
+                eff = now + (sw_base_us[core.nthreads] + pen)
+                switches += 1
+            if pen:
+                thr.penalty_us = 0.0
+            core.curr = thr
+            gen = core.gen + 1
+            core.gen = gen
+            core.run_start = now
+            core.eff = eff
+            core.last = thr
+            rq = core.rq
+            vr = thr.vruntime
+            if vr > core.min_vr:                      # min_vruntime moves forward
+                if rq:
+                    o = rq[0].vruntime                # the run queue is sorted by vruntime
+                    if o < vr:
+                        vr = o
+                core.min_vr = vr
+            m = thr.pkt
+            if m < 0:
+                if q:
+                    m = q.popleft()
+                    k = mtype[m]
+                    if byte_cap:
+                        q_bytes -= skb[k]
+                    thr.pkt = m
+                    # ---- service work X of m on this core (eq. 4.1 + thread and contention
+                    # terms); the same code is in end()
+                    nl = n_live
+                    nlive[m] = nl
+                    x = u[m] * (fixed_us[k] + tsip_us[k] * (1.0 + growth * nl))
+                    ex = theta_n[core.nthreads]
+                    if contend:
+                        busy = 0
+                        for c in core.others:
+                            cu = c.curr
+                            if cu is not None and cu.pkt >= 0:
+                                busy += 1
+                        ex += kappa * busy * x
+                    if ex:
+                        extra_us[m] = ex
+                    rem = x + ex
+                    # ----
+                    thr.remaining = rem
+                    thr.done = 0.0
+                    t_start[m] = eff
+                    t = eff + rem
+                else:  # woken for nothing (another thread took the packet): pay the switch, re-block
+                    t = eff
+            else:
+                seg = segs.get(m)
+                if seg is None:
+                    segs[m] = [(t_start[m], 0.0), (eff, thr.done)]
+                else:
+                    seg.append((eff, thr.done))
+                t = eff + thr.remaining
+            ev = Ev()
+            ev.callbacks = cb_end
+            ev._value = core
+            ev.gen = gen
+            push(queue, (now + (t - now), NORMAL, next(eid), ev))
+            if rq:
+                arm_tick(core, now)
+
+        def deschedule(core: S.Core, now: float) -> None:
+            """Take the running thread off ``core``, book its progress, put it on the run queue."""
+            thr = core.curr
+            thr.vruntime += now - core.run_start
+            prog = now - core.eff
+            if thr.remaining < prog:
+                prog = thr.remaining
+            m = thr.pkt
+            if prog > 0 and m >= 0:
+                thr.remaining -= prog
+                thr.done += prog
+                if m not in segs:
+                    segs[m] = [(t_start[m], 0.0)]
+            thr.last_ran = now
+            core.curr = None
+            core.gen += 1
+            insort(core.rq, thr, key=by_vruntime)
+
+        def tick(ev: _Ev) -> None:
+            """Slice end: preempt the running thread if another one is waiting."""
+            nonlocal preemptions
+            core = ev._value
+            if core.gen != ev.gen or not core.rq:
+                return
+            now = env._now
+            deschedule(core, now)
+            preemptions += 1
+            pick(core, now)
+
+        def pick(core: S.Core, now: float) -> None:
+            """pick_next_task(): least vruntime, else pull a cache-cold thread, else idle."""
+            nonlocal migrations
+            rq = core.rq
+            if rq:
+                thr = rq.pop(0)     # least vruntime, the earliest queued among equals
+                run_on(core, thr, now)
+                return
+            if multicore:
+                for c in core.others:
+                    if c.rq:
+                        thr = pull_candidate(sp, cores, core, now)
+                        if thr is not None:
+                            thr.core.rq.remove(thr)
+                            migrate(sp, thr, core)
+                            migrations += 1
+                            run_on(core, thr, now)
+                            return
+                        break
+            core.curr = None
+            core.gen += 1
+
+        def end(ev: _Ev) -> None:
+            """The running thread finished its message (or its spurious wake-up)."""
+            nonlocal n_live, q_bytes, preemptions
+            core = ev._value
+            gen = ev.gen
+            if core.gen != gen:
+                return
+            now = env._now
+            thr = core.curr
+            m = thr.pkt
+            if m >= 0:
+                # ---- departure; the UAs answer (call flow, Fig. 2.2)
+                t_dep[m] = now
+                outcome[m] = SERVED
+                thr.pkt = -1
+                if sip:
+                    k = m % 6
+                    if k == 0:      # INVITE forwarded -> UAS answers 180, then 200
+                        c = m // 6
+                        t1 = now + net2 + uas_react[c]
+                        send(m + 1, t1)
+                        send(m + 2, t1 + uas_gap[c])
+                    elif k == 2:    # 200 forwarded -> UAC sends ACK, and BYE after the holding time
+                        c = m // 6
+                        t1 = now + net2 + uac_react[c]
+                        send(m + 1, t1)
+                        send(m + 2, t1 + hold)
+                    elif k == 4:    # BYE forwarded -> UAS answers 200
+                        send(m + 1, now + net2 + uas_bye[m // 6])
+                    elif k == 5:
+                        n_live -= 1
+            # recvfrom() again: more work -> keep running unless the slice is used up
+            rq = core.rq
+            if q and not (rq and now - core.run_start >= slice_us[len(rq) + 1]):
+                m = q.popleft()
+                k = mtype[m]
+                if byte_cap:
+                    q_bytes -= skb[k]
+                thr.pkt = m
+                # ---- service work X of m on this core; the same code is in run_on()
+                nl = n_live
+                nlive[m] = nl
+                x = u[m] * (fixed_us[k] + tsip_us[k] * (1.0 + growth * nl))
+                ex = theta_n[core.nthreads]
+                if contend:
+                    busy = 0
+                    for c in core.others:
+                        cu = c.curr
+                        if cu is not None and cu.pkt >= 0:
+                            busy += 1
+                    ex += kappa * busy * x
+                if ex:
+                    extra_us[m] = ex
+                rem = x + ex
+                # ----
+                thr.remaining = rem
+                thr.done = 0.0
+                t_start[m] = now
+                core.eff = now
+                t = now + rem
+                ev.callbacks = cb_end   # re-arm this processed event (same core, same gen)
+                push(queue, (now + (t - now), NORMAL, next(eid), ev))
+                return
+            thr.vruntime += now - core.run_start
+            thr.last_ran = now
+            core.curr = None
+            core.gen += 1
+            if q:               # preempted at the slice end: stays runnable
+                insort(rq, thr, key=by_vruntime)
+                preemptions += 1
+            else:               # blocks in recvfrom
+                waiters.append(thr)
+                if not rq:      # pick() without the call when nothing can be run or pulled
+                    if multicore:
+                        for c in core.others:
+                            if c.rq:
+                                break
+                        else:
+                            core.gen += 1
+                            return
+                    else:
+                        core.gen += 1
+                        return
+            pick(core, now)
+
+        cb_arrive, cb_end, cb_tick = (arrive,), (end,), (tick,)
+        if n_msgs:
+            send(0, t0[0])
+        # The loop makes no reference cycles (events, tuples and run segments are freed or kept
+        # by reference counting), so the cyclic GC only walks the growing per-message data --
+        # ~15 % of the loop under overload.  It is paused for the loop and restored after.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            env.run()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        self.events = next(eid) - eid0 - 1
+        self.n_live, self.q_bytes, self.max_q = n_live, q_bytes, max_q
+        self.preemptions, self.switches, self.migrations = preemptions, switches, migrations

@@ -47,30 +47,60 @@ def run_core(p: SimParams, seed: int) -> tuple[KernelPath, float]:
     return kp, time.perf_counter() - t
 
 
+def _arrays(kp: KernelPath) -> dict[str, np.ndarray]:
+    """The engine's per-message lists as numpy arrays, converted once per finished run."""
+    arr = getattr(kp, "_arrays_cache", None)
+    if arr is None:
+        arr = kp._arrays_cache = {
+            "t_stack": np.asarray(kp.t_stack, dtype=float), "t_start": np.asarray(kp.t_start, dtype=float),
+            "t_dep": np.asarray(kp.t_dep, dtype=float), "nlive": np.asarray(kp.nlive),
+            "extra": np.asarray(kp.extra, dtype=float),
+            "outcome": np.frombuffer(bytes(kp.outcome), dtype=np.uint8)}
+    return arr
+
+
 def _instants(kp: KernelPath) -> dict[str, np.ndarray]:
-    """Place the five service thresholds of every served message on the wall clock (us)."""
+    """Place the five service thresholds of every served message on the wall clock (us).
+
+    Computed once per finished run and cached on ``kp`` (timeline and stats both need it).
+    """
+    cached = getattr(kp, "_instants_cache", None)
+    if cached is None:
+        cached = kp._instants_cache = _place_instants(kp)
+    return cached
+
+
+def _place_instants(kp: KernelPath) -> dict[str, np.ndarray]:
     p = kp.p
     s = p.service
     wl = kp.wl
     mt = wl.mtype
     u = wl.u
-    t_start = np.asarray(kp.t_start)
-    nl = np.asarray(kp.nlive, dtype=float)
+    arr = _arrays(kp)
+    t_start = arr["t_start"]
+    nl = arr["nlive"].astype(float)
     ks = u * kp.alpha * np.asarray(s.ks_base_us)[mt]
     cp = u * s.k_copy_us
-    tsip = u * np.asarray(s.t_sip_us)[mt] * (1.0 + s.t_sip_growth_per_call * nl) + np.asarray(kp.extra)
+    tsip = u * np.asarray(s.t_sip_us)[mt] * (1.0 + s.t_sip_growth_per_call * nl) + arr["extra"]
     t1 = tsip * s.t_sip1_share
     t2 = tsip - t1
     snd = u * np.asarray(s.k_snd_us)[mt]
     cum = np.cumsum(np.stack([ks, cp, t1, t2, snd]), axis=0)  # (5, n) work thresholds
     out = t_start[None, :] + cum
-    for m, seg in kp.segs.items():
-        st = np.array([a for a, _ in seg])
-        dn = np.array([d for _, d in seg])
-        w = cum[:, m]
-        i = np.clip(np.searchsorted(dn, w, side="left") - 1, 0, len(seg) - 1)
-        out[:, m] = st[i] + (w - dn[i])
-    t_dep = np.asarray(kp.t_dep)
+    if kp.segs:
+        # preempted messages: threshold w lies in the last run segment whose work-done is < w
+        # (segments are in run order, work-done non-decreasing: searchsorted(done, w, "left") - 1)
+        ms = np.fromiter(kp.segs.keys(), dtype=np.int64, count=len(kp.segs))
+        lens = np.fromiter(map(len, kp.segs.values()), dtype=np.int64, count=len(ms))
+        flat = np.array([x for seg in kp.segs.values() for x in seg], dtype=float).reshape(-1, 2)
+        st, dn = flat[:, 0], flat[:, 1]
+        off = np.zeros(len(ms), dtype=np.int64)
+        np.cumsum(lens[:-1], out=off[1:])
+        w = cum[:, ms]                                            # (5, M)
+        below = (dn[None, :] < np.repeat(w, lens, axis=1)).astype(np.int64)
+        i = off + np.clip(np.add.reduceat(below, off, axis=1) - 1, 0, lens - 1)
+        out[:, ms] = st[i] + (w - dn[i])
+    t_dep = arr["t_dep"]
     out[4] = np.where(np.isfinite(t_dep), t_dep, out[4])
     out = np.minimum(out, out[4][None, :])
     return {"t_sockq": out[0], "t_sip_in": out[1], "t_sip_c": out[2], "t_sip_out": out[3], "t_dep": out[4],
@@ -82,62 +112,78 @@ def _ns(x_us: np.ndarray, mask: np.ndarray, epoch_ns: int) -> pd.arrays.IntegerA
     return pd.arrays.IntegerArray(v, ~mask)
 
 
+def _strings(cats: list[str], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """A "string" column from a few values ``cats`` and per-row codes (-1 = null): one take,
+    no per-row Python objects."""
+    return pd.array(list(cats), dtype="string").take(np.asarray(codes, dtype=np.intp), allow_fill=True)
+
+
+def _call_ids(call: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """``"sim-<call>"`` for every row, as a "string" column."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:  # pragma: no cover - pandas' string dtype normally brings pyarrow
+        return pd.array([f"sim-{c}" for c in call.tolist()], dtype="string")
+    return pd.array(pc.binary_join_element_wise("sim-", pc.cast(pa.array(call), pa.string()), ""),
+                    dtype="string")
+
+
 def to_timeline(kp: KernelPath, epoch_ns: int = 0) -> pd.DataFrame:
     """The schema-conforming timeline of one run (rows in message-index order)."""
     wl = kp.wl
-    oc = np.frombuffer(bytes(kp.outcome), dtype=np.uint8)
+    arr = _arrays(kp)
+    oc = arr["outcome"]
     sent = (oc == SERVED) | (oc == DROPPED)
     idx = np.flatnonzero(sent)
+    n = len(idx)
     served = (oc == SERVED)[idx]
     mt = wl.mtype[idx]
     ins = _instants(kp)
-    t_stack = np.asarray(kp.t_stack)[idx]
+    t_stack = arr["t_stack"][idx]
     t_arr = t_stack - np.asarray(kp.p.service.k_stack_us)[mt]
     call = idx // 6 if kp.sip else idx
-    types = np.asarray(TYPES, dtype=object)[mt]
     is_req = np.isin(mt, (0, 3, 4))
-    kind = np.where(is_req, "request", "response")
-    method = np.where(is_req, types, None)
     status = np.select([mt == 1, (mt == 2) | (mt == 5)], [180, 200], -1)
     cseq = np.where(mt >= 4, 2, 1)
-    cseq_method = np.where(mt >= 4, "BYE", "INVITE")
-    cseq_method = np.where(mt == 3, "ACK", cseq_method)
-    all_true = np.ones(len(idx), bool)
+    zeros = np.zeros(n, dtype=np.intp)
+    all_true = np.ones(n, bool)
     data = {
-        "run_id": np.full(len(idx), kp.p.run_id, dtype=object),
-        "call_id": np.char.add("sim-", call.astype(str)).astype(object),
+        "run_id": _strings([kp.p.run_id], zeros),
+        "call_id": _call_ids(call),
         "cseq": cseq,
-        "cseq_method": cseq_method.astype(object),
-        "kind": kind.astype(object),
-        "method": method,
+        "cseq_method": _strings(["INVITE", "ACK", "BYE"], np.where(mt >= 4, 2, np.where(mt == 3, 1, 0))),
+        "kind": _strings(["response", "request"], is_req),
+        "method": _strings(list(TYPES), np.where(is_req, mt, -1)),
         "status": pd.arrays.IntegerArray(np.maximum(status, 0), status < 0),
-        "msg_type": types,
-        "src": np.where(is_req, UAC, UAS).astype(object),
-        "dst": np.full(len(idx), PROXY, dtype=object),
+        "msg_type": _strings(list(TYPES), mt),
+        "src": _strings([UAS, UAC], is_req),
+        "dst": _strings([PROXY], zeros),
         "size": np.asarray(kp.p.service.size_b)[mt],
         "t_arr": _ns(t_arr, all_true, epoch_ns),
         "t_stack": _ns(t_stack, all_true, epoch_ns),
     }
     for name in ("t_sockq", "t_sip_in", "t_sip_c", "t_sip_out", "t_dep"):
         data[name] = _ns(ins[name][idx], served, epoch_ns)
-    data["dropped"] = pd.arrays.BooleanArray(~served, np.zeros(len(idx), bool))
-    data["drop_reason"] = np.where(served, None, DROP_REASON)
-    data["n_live"] = np.asarray(kp.nlive)[idx]
+    data["dropped"] = pd.arrays.BooleanArray(~served, np.zeros(n, bool))
+    data["drop_reason"] = _strings([DROP_REASON], np.where(served, -1, 0))
+    data["n_live"] = arr["nlive"][idx]
     return make_timeline(pd.DataFrame(data))
 
 
 def stats_of(kp: KernelPath, loop_s: float, warmup: float = 0.02) -> dict[str, Any]:
     """Summary of one run: drops, waiting time K^w with a batch-means CI, service, speed."""
-    oc = np.frombuffer(bytes(kp.outcome), dtype=np.uint8)
+    arr = _arrays(kp)
+    oc = arr["outcome"]
+    ts = arr["t_stack"]
     sent = (oc == SERVED) | (oc == DROPPED)
     idx = np.flatnonzero(sent)
-    t_stack = np.asarray(kp.t_stack)[idx]
+    t_stack = ts[idx]
     order = idx[np.argsort(t_stack, kind="stable")]
     skip = int(len(order) * warmup)
     order = order[skip:]
     served = oc[order] == SERVED
     ins = _instants(kp)
-    ts = np.asarray(kp.t_stack)
     srv = order[served]
     # K^w = K_sockq - K^s_sockq = time from enqueue to the thread starting on the packet
     kw = ins["t_sockq"][srv] - ts[srv] - ins["k_sockq_s"][srv]
@@ -147,8 +193,9 @@ def stats_of(kp: KernelPath, loop_s: float, warmup: float = 0.02) -> dict[str, A
     d_mean, d_hw = batch_means((~served).astype(float))
     n_sent = int(sent.sum())
     n_drop = int((oc == DROPPED).sum())
-    dur_us = float(np.nanmax(np.asarray(kp.t_dep))) if np.isfinite(np.asarray(kp.t_dep)).any() else 0.0
-    busy = float(np.nansum(np.asarray(kp.t_dep) - np.asarray(kp.t_start)))
+    t_dep = arr["t_dep"]
+    dur_us = float(np.nanmax(t_dep)) if np.isfinite(t_dep).any() else 0.0
+    busy = float(np.nansum(t_dep - arr["t_start"]))
     p = kp.p
     return {
         "rate_cps": p.workload.rate_cps, "calls": kp.wl.n_calls, "threads": p.kernel.threads,

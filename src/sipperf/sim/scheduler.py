@@ -16,12 +16,16 @@ the same weight, so vruntime = run time).  The decisions modelled:
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from sipperf.sim.params import SchedParams
+
+#: key of the run-queue order (``min(rq, key=VRUNTIME)`` picks the first task of least vruntime)
+VRUNTIME = attrgetter("vruntime")
 
 
 class Thread:
-    __slots__ = ("tid", "core", "vruntime", "pkt", "remaining", "done", "last_ran", "penalty_us",
-                 "state")
+    __slots__ = ("tid", "core", "vruntime", "pkt", "remaining", "done", "last_ran", "penalty_us")
 
     def __init__(self, tid: int, core: "Core"):
         self.tid = tid
@@ -32,18 +36,17 @@ class Thread:
         self.done = 0.0        # work done on pkt (us)
         self.last_ran = -1e18
         self.penalty_us = 0.0  # pending migration penalty
-        self.state = "blocked"  # blocked | runnable | running
 
 
 class Core:
     __slots__ = ("cid", "socket", "curr", "rq", "gen", "run_start", "eff", "last", "nthreads",
-                 "min_vr", "tick_gen")
+                 "min_vr", "tick_gen", "others")
 
     def __init__(self, cid: int, socket: int):
         self.cid = cid
         self.socket = socket
         self.curr: Thread | None = None
-        self.rq: list[Thread] = []
+        self.rq: list[Thread] = []   # runnable threads, sorted by vruntime (ties: queueing order)
         self.gen = 0
         self.run_start = 0.0
         self.eff = 0.0
@@ -51,6 +54,7 @@ class Core:
         self.nthreads = 0
         self.min_vr = 0.0
         self.tick_gen = -1
+        self.others: tuple[Core, ...] = ()  # the other cores of the machine (set by the engine)
 
 
 def time_slice_us(sp: SchedParams, nr_running: int) -> float:
@@ -58,6 +62,19 @@ def time_slice_us(sp: SchedParams, nr_running: int) -> float:
     if nr_running <= 1:
         return float("inf")
     return max(sp.latency_us / nr_running, sp.min_granularity_us)
+
+
+def slice_table_us(sp: SchedParams, max_running: int) -> list[float]:
+    """``time_slice_us(sp, nr)`` for ``nr = 0 .. max_running`` (the engine indexes it by ``nr``)."""
+    return [time_slice_us(sp, nr) for nr in range(max_running + 1)]
+
+
+def switch_base_table_us(sp: SchedParams, max_threads: int) -> list[float]:
+    """The thread-independent part of :func:`switch_cost_us` for ``nthreads = 0 .. max_threads``.
+
+    ``switch_cost_us = table[core.nthreads] + thr.penalty_us`` (same floating-point operations).
+    """
+    return [sp.cs_us + sp.cache_us_per_thread * max(n - 1, 0) for n in range(max_threads + 1)]
 
 
 def switch_cost_us(sp: SchedParams, core: Core, thr: Thread) -> float:
