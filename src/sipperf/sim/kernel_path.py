@@ -102,12 +102,21 @@ class KernelPath:
         self.cores = [S.Core(i, i // max(1, k.cores_per_socket)) for i in range(nc)]
         self.threads = []
         nthr = max(1, int(k.threads))
+        #: threads per processor (``Core.socket``); with overhead_scope="socket" kept up to date
+        #: on cross-socket migration
+        self.sock_n = [0] * (self.cores[-1].socket + 1)
         for i in range(nthr):
             c = self.cores[i % nc]
             t = S.Thread(i, c)
             c.nthreads += 1
+            self.sock_n[c.socket] += 1
             self.threads.append(t)
             self.waiters.append(t)
+        if k.overhead_scope not in ("core", "socket"):
+            raise ValueError(f"unknown overhead_scope {k.overhead_scope!r} (core, socket)")
+        #: thread overhead theta * (m - 1) with m = threads on the message's core ("core") or on
+        #: its processor ("socket": the cores of one E5540 share its cache, thesis Fig. 7.1)
+        self.by_socket = k.overhead_scope == "socket"
         self.n_live = 0
         self.max_q = 0
         self.events = 0
@@ -127,7 +136,8 @@ class KernelPath:
         self.multicore = nc > 1
         self.slice_us = S.slice_table_us(sp, nthr + 1)                 # by nr_running
         self.sw_base_us = S.switch_base_table_us(sp, nthr)             # by core.nthreads
-        self.theta_n = [self.theta * (m - 1) for m in range(nthr + 1)]  # by core.nthreads
+        # theta_n[m]: the overhead with m threads sharing the cache (-> Core.ovh, set_overhead)
+        self.theta_n = [self.theta * (m - 1) for m in range(nthr + 1)]
         self.half_lat = sp.latency_us / 2
         self.wake_gran = sp.wakeup_granularity_us
         self.mig_cost = sp.migration_cost_us
@@ -136,6 +146,19 @@ class KernelPath:
         self.contend = bool(self.kappa) and self.multicore
         for c in self.cores:
             c.others = tuple(o for o in self.cores if o is not c)
+        self.set_overhead(self.cores)
+
+    def set_overhead(self, cores) -> None:
+        """``Core.ovh``, the thread overhead each message served on a core gets: theta * (m - 1) with
+        m the threads on the core (``overhead_scope="core"``) or on its processor ("socket").  Called
+        at the start and after every migration (for the cores whose m may have changed)."""
+        theta_n, sock_n = self.theta_n, self.sock_n
+        if self.by_socket:
+            for c in cores:
+                c.ovh = theta_n[sock_n[c.socket]]
+        else:
+            for c in cores:
+                c.ovh = theta_n[c.nthreads]
 
     # ---------------------------------------------------------------- the engine
     def run(self) -> None:
@@ -168,7 +191,8 @@ class KernelPath:
         fixed_us, tsip_us, growth = self.fixed_us, self.tsip_us, self.growth
         kstack, skb, cap_pkts, cap_bytes = self.kstack, self.skb, self.cap_pkts, self.cap_bytes
         byte_cap = self.byte_cap
-        theta_n, kappa, contend = self.theta_n, self.kappa, self.contend
+        kappa, contend = self.kappa, self.contend
+        by_socket, sock_n, set_overhead = self.by_socket, self.sock_n, self.set_overhead
         slice_us, sw_base_us = self.slice_us, self.sw_base_us
         half_lat, wake_gran, mig_cost = self.half_lat, self.wake_gran, self.mig_cost
         net2, hold, sip, multicore = self.net2, self.hold, self.sip, self.multicore
@@ -241,6 +265,12 @@ class KernelPath:
                 if dst is not None:
                     migrate(sp, thr, dst)
                     migrations += 1
+                    if not by_socket:
+                        set_overhead((core, dst))
+                    elif dst.socket != core.socket:
+                        sock_n[core.socket] -= 1
+                        sock_n[dst.socket] += 1
+                        set_overhead(cores)
                     core = dst
             v = core.min_vr - half_lat        # place_entity() (as S.place_vruntime)
             if v > thr.vruntime:
@@ -312,7 +342,7 @@ class KernelPath:
                     nl = n_live
                     nlive[m] = nl
                     x = u[m] * (fixed_us[k] + tsip_us[k] * (1.0 + growth * nl))
-                    ex = theta_n[core.nthreads]
+                    ex = core.ovh
                     if contend:
                         busy = 0
                         for c in core.others:
@@ -387,9 +417,16 @@ class KernelPath:
                     if c.rq:
                         thr = pull_candidate(sp, cores, core, now)
                         if thr is not None:
-                            thr.core.rq.remove(thr)
+                            src = thr.core
+                            src.rq.remove(thr)
                             migrate(sp, thr, core)
                             migrations += 1
+                            if not by_socket:
+                                set_overhead((src, core))
+                            elif src.socket != core.socket:
+                                sock_n[src.socket] -= 1
+                                sock_n[core.socket] += 1
+                                set_overhead(cores)
                             run_on(core, thr, now)
                             return
                         break
@@ -439,7 +476,7 @@ class KernelPath:
                 nl = n_live
                 nlive[m] = nl
                 x = u[m] * (fixed_us[k] + tsip_us[k] * (1.0 + growth * nl))
-                ex = theta_n[core.nthreads]
+                ex = core.ovh
                 if contend:
                     busy = 0
                     for c in core.others:

@@ -172,12 +172,14 @@ class KernelParams:
     #: shared-state contention: X is multiplied by (1 + contention * other busy cores) (lock
     #: contention on the transaction tables, §6.4.1; multi-core scaling bottlenecks, §7.1).
     #: ASSUMPTION, fitted by hand to the best knees of Tables 7.2/7.5/7.8 (1.7x, 2.1x, 2.6x of 1 core)
+    #: with overhead_scope="core"; the calibration's "socket" value is ``calibrate.CONTENTION_SOCKET``
     contention: float = 0.28
-    #: whose threads pollute a thread's cache: "core" (the threads sharing its core; the model as
-    #: calibrated) or "socket" (all threads on its processor: the cores of one E5540 share its
-    #: 8 MB cache, thesis Fig. 7.1, §7.5.1).  PROPOSED, NOT YET READ by kernel_path: with
-    #: "socket", ``thread_overhead_us`` would be charged per other thread on the same
-    #: ``Core.socket`` instead of per other thread on the same core (see the calibration report)
+    #: whose threads pollute a thread's cache: "core" (the threads sharing its core; the default,
+    #: and what ``contention`` above was fitted with) or "socket" (all threads on its processor:
+    #: the cores of one E5540 share its 8 MB cache, thesis §5.2, Fig. 7.1, §7.5.1).  With "socket",
+    #: ``thread_overhead_us`` is charged per other thread on the same ``Core.socket`` (a count the
+    #: engine updates on cross-processor migration).  The calibration of the multi-core tables
+    #: uses "socket" with its own contention (``sipperf.sim.calibrate.MULTICORE_KERNEL``)
     overhead_scope: str = "core"
 
 

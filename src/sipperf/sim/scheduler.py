@@ -40,7 +40,7 @@ class Thread:
 
 class Core:
     __slots__ = ("cid", "socket", "curr", "rq", "gen", "run_start", "eff", "last", "nthreads",
-                 "min_vr", "tick_gen", "others")
+                 "min_vr", "tick_gen", "others", "ovh")
 
     def __init__(self, cid: int, socket: int):
         self.cid = cid
@@ -55,6 +55,7 @@ class Core:
         self.min_vr = 0.0
         self.tick_gen = -1
         self.others: tuple[Core, ...] = ()  # the other cores of the machine (set by the engine)
+        self.ovh = 0.0   # thread overhead (us) per message served here (kept by the engine)
 
 
 def time_slice_us(sp: SchedParams, nr_running: int) -> float:
