@@ -49,6 +49,8 @@ __all__ = ["K_THESIS", "AUDIT_COLUMNS", "verdict", "audit", "summary", "worst", 
 K_THESIS = 200  #: socket-queue capacity (packets in system) used by Tables 5.1–5.6
 K_STACK_US = 2.4  #: Table 4.3 overall mean K_stack
 K_COPY_US = 2.0  #: §4.2.1: K_copy ≈ 2 µs
+KS_BASE_US = float(thesis.load_table("4.3").query(  #: Table 4.3 overall mean K^{s,base}_sockq
+    "quantity == 'k_sockq_s_base_us' and msg_type == 'all'")["value"].iloc[0])
 AUDIT_COLUMNS = ["table", "row", "column", "quantity", "kind", "method", "published", "text",
                  "recomputed", "abs_err", "rel_err", "verdict"]
 _MEASURED_SPS = ["6.1", "6.2", "6.4", "6.5", "6.7", "6.8", "7.1", "7.2", "7.4", "7.5", "7.7", "7.8"]
@@ -168,7 +170,7 @@ def audit() -> pd.DataFrame:
                 k = _cell(krcv, "k_rcv_us", msg_type="all", cps=cps)
                 a = float(alpha_fn(lam, arr))
                 out.append(_rec(r, "cross", "K_rcv(overall) - K_stack - K_copy - alpha*K_sockq^{s,base}",
-                                k - K_STACK_US - K_COPY_US - a * 7.9))
+                                k - K_STACK_US - K_COPY_US - a * KS_BASE_US))
     # --- Table 5.1
     df = thesis.load_table("5.1")
     chk = w_model_check("5.1").set_index("cps")
@@ -339,7 +341,7 @@ def implied_t_sip() -> pd.DataFrame:
     for tid in ("4.4", "4.5"):
         w = thesis.wide(tid)
         frames.append(pd.DataFrame({"table": tid, "cps": w["cps"],
-                                    "t_sip_implied_us": w["ex_us"] - w["alpha"] * 7.9 - 5.6 - K_COPY_US}))
+                                    "t_sip_implied_us": w["ex_us"] - w["alpha"] * KS_BASE_US - 5.6 - K_COPY_US}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -423,7 +425,7 @@ def errata(a: pd.DataFrame | None = None) -> pd.DataFrame:
     wm = a[(a["quantity"] == "w_measured_us")]
     good = wm[wm["table"].isin(["4.4", "4.5"]) & (wm["published"] > 20)]
     add("4.4, 4.5", "'W (measured)' is K_rcv minus the modelled service components, so it depends on alpha",
-        f"K_rcv(T4.1/4.2) - {K_STACK_US} - {K_COPY_US} - alpha*7.9 reproduces {int((good['verdict'] == 'match').sum())} "
+        f"K_rcv(T4.1/4.2) - {K_STACK_US} - {K_COPY_US} - alpha*{KS_BASE_US} reproduces {int((good['verdict'] == 'match').sum())} "
         f"of {len(good)} cells above 20 us within 1 % (median rel. error {good['rel_err'].median():.2%})",
         "circularity")
     al = a[(a["table"] == "5.1") & (a["quantity"] == "alpha")]

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sipperf import thesis
 from sipperf.sim.sweep import OUT_DIR, write_with_provenance
 
 from sipperf.sim.fit_waits import W_MEASURED_DET, W_MEASURED_POISSON, calls_for, run_points
@@ -42,9 +43,8 @@ from sipperf.sim.params import REACT_FIT, beta_thread_overhead_us
 
 #: Table 4.3 overall mean K^{s,base}_sockq (us): the thesis's "W (measured)" is the measured overall
 #: mean K_sockq minus alpha(lambda) times this (see :func:`w_definition_check`)
-KS_BASE_OVERALL_US = 7.9
-# Table 4.4 / 4.5 row "W (model)" (P-K with alpha), for reference
-W_PK_POISSON = {100: 6.0, 200: 16.89, 400: 64.21, 600: 169.19, 700: 293.98, 800: 617.77}
+KS_BASE_OVERALL_US = float(thesis.load_table("4.3").query(
+    "quantity == 'k_sockq_s_base_us' and msg_type == 'all'")["value"].iloc[0])
 
 #: (table, cores, threads, scheduler mode, cps below, PDR below, cps above, PDR above)
 #: transcribed from the rows "Droprate(measured)" (Tables 5.1-5.6) and "PDR" (Tables 6.1/6.2, 7.x)
@@ -148,7 +148,6 @@ def w_definition_check() -> pd.DataFrame:
     mean K_rcv of Table 4.1/4.2 and ``resid = K_rcv - W - alpha * 7.9``, the K_stack + K_copy the
     thesis subtracted (about 4 us, as §4.2.1 says).  A constant residual means
     ``W = K_sockq(measured overall mean) - alpha(lambda) * K^{s,base}_sockq(overall)``."""
-    from sipperf import thesis
 
     rows = []
     for tk, tw in (("4.1", "4.4"), ("4.2", "4.5")):

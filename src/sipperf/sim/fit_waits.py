@@ -35,11 +35,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sipperf import thesis
 from sipperf.sim.sweep import OUT_DIR, write_with_provenance
 
-#: Table 4.4 / 4.5 last row "W (measured) = K^w_sockq" (us), stable region
-W_MEASURED_POISSON = {100: 5.485, 200: 13.59, 400: 53.27, 600: 190.92, 700: 333.52, 800: 664.57}
-W_MEASURED_DET = {100: 0.31, 200: 6.87, 400: 26.4, 600: 137.35, 700: 185.39, 800: 335.17, 900: 577.93}
+#: the stable region of Tables 4.4 / 4.5: rates whose printed utilisation rho is below this
+RHO_STABLE = 0.95
+
+
+def measured_w(table: str) -> dict[int, float]:
+    """Table 4.4 / 4.5 row "W (measured) = K^w_sockq" (us) by call rate, stable region only
+    (printed rho < :data:`RHO_STABLE`), read from ``datasets/thesis``."""
+    w = thesis.wide(table).set_index("cps")
+    w = w[w["rho"] < RHO_STABLE]
+    return {int(c): float(v) for c, v in w["w_measured_us"].items()}
+
+
+W_MEASURED_POISSON = measured_w("4.4")
+W_MEASURED_DET = measured_w("4.5")
 W_TABLES: dict[str, tuple[str, dict[int, float]]] = {
     "4.4": ("poisson", W_MEASURED_POISSON), "4.5": ("deterministic", W_MEASURED_DET)}
 #: rates whose measured W is below this are left out of the score (see module docstring)
