@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOK_HTML = ROOT / "_build" / "html"
+#: the built book; SIPPERF_BOOK_HTML points the browser tests at another build (e.g. a private one)
+BOOK_HTML = Path(os.environ.get("SIPPERF_BOOK_HTML") or ROOT / "_build" / "html")
 
 
 @pytest.fixture(scope="session")
