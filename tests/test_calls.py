@@ -187,3 +187,51 @@ def test_pdr_offered():
     assert calls.pdr(tl) == pytest.approx(2 / 62)
     # 100 offered, 60 delivered -> 40 lost
     assert calls.pdr(tl, offered=100) == pytest.approx(0.40)
+
+
+# ------------------------------------------------------------------ issue 13: vantage-aware metrics
+def test_transactions_retransmissions_apart():
+    """Per transaction type, timed from the first copy; retransmitted transactions apart (ms)."""
+    rows = [
+        _req("A", "INVITE", 0), _req("A", "INVITE", 500), _resp("A", 180, "INVITE", 510),
+        _resp("A", 200, "INVITE", 520),
+        _req("B", "INVITE", 0), _resp("B", 200, "INVITE", 5),
+        _req("C", "INVITE", 0), _resp("C", 100, "INVITE", 1), _resp("C", 486, "INVITE", 7),
+        _req("D", "BYE", 0, cseq=2), _resp("D", 200, "BYE", 2, cseq=2),
+        _req("E", "BYE", 0, cseq=2),
+    ]
+    tx = calls.transactions(_frame(rows)).set_index("method")
+    inv = tx.loc["INVITE"]
+    assert (inv.transactions, inv.request_copies, inv.retransmitted, inv.answered_final, inv.no_final) == (3, 4, 1, 3, 0)
+    assert inv.first_response_clean_median_us == pytest.approx(3000)  # median(5, 1) ms
+    assert inv.final_clean_count == 2 and inv.final_clean_median_us == pytest.approx(6000)
+    assert inv.final_retrans_count == 1 and inv.final_retrans_median_us == pytest.approx(520_000)
+    bye = tx.loc["BYE"]
+    assert (bye.transactions, bye.answered_final, bye.no_final) == (2, 1, 1)
+    c = calls.message_counts(_frame(rows)).set_index(["kind", "method", "status"])
+    assert c.loc[("request", "INVITE", ""), "messages"] == 4
+
+
+def test_pdr_counts_only_what_should_have_been_forwarded():
+    rows = [_req("A", "INVITE", 0), _resp("A", 100, "INVITE", 1), _resp("A", 200, "INVITE", 5),
+            _req("B", "INVITE", 10, dropped=True)]
+    tl = _frame(rows)
+    # without a disposition column: dropped / all rows
+    assert calls.pdr(tl) == pytest.approx(1 / 4)
+    tl["disposition"] = ["relayed", "originated", "relayed", "dropped"]
+    assert calls.pdr(tl) == pytest.approx(1 / 3)
+    tl["disposition"] = ["relayed", "absorbed: 100 Trying", "relayed", "dropped"]
+    assert calls.pdr(tl) == pytest.approx(1 / 3)
+    tl["vantage"] = "endpoint"
+    m = calls.metrics(tl).set_index("metric")
+    assert np.isnan(calls.pdr(tl)) and np.isnan(m.loc["PDR", "value"]) and "no proxy" in m.loc["PDR", "definition"]
+
+
+def test_multi_hop_metrics_use_the_first_hop():
+    rows = [_req("A", "INVITE", 0), _resp("A", 200, "INVITE", 10)]
+    hop1 = _frame(rows)
+    hop2 = _frame([_req("A", "INVITE", 2), _resp("A", 200, "INVITE", 8)])
+    hop1["hop"], hop2["hop"] = 1, 2
+    both = pd.concat([hop1, hop2], ignore_index=True)
+    m = calls.metrics(both).set_index("metric")
+    assert m.loc["SRD_successful", "count"] == 1 and m.loc["SRD_successful", "value"] == pytest.approx(10_000)

@@ -300,3 +300,147 @@ def test_columns_grow_when_the_file_gets_denser(tmp_path):
     b, rb = read_thesis_log(p, block_bytes=5100)
     assert ra.balanced and rb.balanced and len(a) == len(b) == 2400
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+# ------------------------------------------------------------------ issue 13 item 4: no silent loss
+def test_cr_only_line_ends_read_like_lf(fx, tmp_path):
+    ref, rep0 = read_thesis_log(fx / "thesis_small.log")
+    data = (fx / "thesis_small.log").read_bytes()
+    for name, blob in (("cr.log", data.replace(b"\n", b"\r")), ("crlf.log", data.replace(b"\n", b"\r\n"))):
+        p = tmp_path / name
+        p.write_bytes(blob)
+        assert sniff(p) == "thesis_log"
+        for bb in (1 << 20, 200):  # also with blocks that cut lines (and CRs) anywhere
+            tl, rep = read_thesis_log(p, block_bytes=bb)
+            assert (rep.read, rep.parsed, dict(rep.skipped)) == (rep0.read, rep0.parsed, dict(rep0.skipped))
+            for c in INSTANTS:
+                np.testing.assert_array_equal(tl[c].to_numpy("int64"), ref[c].to_numpy("int64"))
+
+
+def test_format_found_beyond_first_64k(fx, tmp_path):
+    junk = b"".join(b"Mar 13 07:06:%02d sps cron[77]: (root) CMD (run-parts /etc/cron.hourly) %06d\n" % (i % 60, i)
+                    for i in range(2000))
+    assert len(junk) > 64 * 1024
+    p = tmp_path / "syslog"
+    p.write_bytes(junk + (fx / "thesis_small.log").read_bytes())
+    assert sniff(p) == "thesis_log"
+    tl, rep = load([p])
+    assert len(tl) == 60 and rep.skipped["not an instrumentation line"] == 2000 + 1
+
+
+def test_gzip_log_is_read(fx, tmp_path):
+    import gzip
+    p = tmp_path / "x.log.gz"
+    p.write_bytes(gzip.compress((fx / "thesis_small.log").read_bytes()))
+    assert sniff(p) == "thesis_log"
+    tl, _ = load([p])
+    assert len(tl) == 60
+    p.write_bytes(p.read_bytes()[:-30])  # truncated gzip stream
+    with pytest.raises(IngestError, match="x.log.gz"):
+        load([p])
+
+
+def test_send_line_before_receive_line_is_repaired_and_warned(fx, tmp_path):
+    lines = (fx / "thesis_small.log").read_text().splitlines(keepends=True)
+    ref, _ = read_thesis_log(fx / "thesis_small.log")
+    # swap every receive line with the send line right after it (same message)
+    sw = lines[:]
+    i = 1
+    while i + 1 < len(sw):
+        if "receive_msg" in sw[i] and "receive_msg" not in sw[i + 1]:
+            sw[i], sw[i + 1] = sw[i + 1], sw[i]
+            i += 2
+        else:
+            i += 1
+    p = tmp_path / "swapped.log"
+    p.write_text("".join(sw))
+    tl, rep = read_thesis_log(p)
+    assert len(tl) == 60 and not tl["dropped"].any()
+    assert rep.details["log_order"]["send_lines_repaired"] > 0
+    a = ref.sort_values(["call_id", "msg_type"]).reset_index(drop=True)
+    b = tl.sort_values(["call_id", "msg_type"]).reset_index(drop=True)
+    for c in INSTANTS:
+        np.testing.assert_array_equal(a[c].to_numpy("int64"), b[c].to_numpy("int64"))
+    # shuffled: lines out of time order -> a warning, and analyze reports no PDR
+    rng = np.random.default_rng(3)
+    body = lines[1:]
+    rng.shuffle(body)
+    p2 = tmp_path / "shuffled.log"
+    p2.write_text(lines[0] + "".join(body))
+    tl2, rep2 = read_thesis_log(p2)
+    assert rep2.details["log_order"]["lines_out_of_time_order"] > 0
+    assert any(n.startswith("WARNING") for n in rep2.notes)
+    from sipperf.commands.analyze import analyze
+    res = analyze([p2], tmp_path / "o", figures=False)
+    pdr = res["calls"].set_index("metric").loc["PDR"]
+    assert np.isnan(pdr["value"]) and "out of time order" in pdr["definition"]
+
+
+def test_unforwarded_hop_by_hop_lines_are_not_drops(tmp_path):
+    # a 100 Trying received from the callee and never sent on (RFC 3261 §16.7): absorbed
+    p = tmp_path / "t.log"
+    p.write_text(
+        f"{PFX} src_ip 16777226 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+        f"sock_recvtime=1.000000 now=1300000000000100 request 1 callid=x cseq=1 method_id=1\n"
+        f"{SFX} now=1300000000000110 ip_out=4 request 1 callid=x cseq=1 INVITE\n"
+        f"{PFX} src_ip 50331658 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+        f"sock_recvtime=1.000000 now=1300000000000300 request 100 callid=x cseq=1 method_id=1\n"
+        f"{PFX} src_ip 16777226 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+        f"sock_recvtime=1.000000 now=1300000000000500 request 1 callid=y cseq=1 method_id=1\n"
+        f"{SFX} now=1300000000000510 ip_out=4 request 1 callid=y cseq=1 INVITE\n"
+        f"{PFX} src_ip 16777226 parse_time=1.000000 wait_time=3.000000 stack_time=1.000000 "
+        f"sock_recvtime=1.000000 now=1300000000900000 request 8 callid=z cseq=2 method_id=8\n"
+        f"{SFX} now=1300000000900010 ip_out=4 request 8 callid=z cseq=2 BYE\n")
+    tl, rep = read_thesis_log(p)
+    d = tl.set_index("call_id")
+    assert d.loc["x"].query("status == 100")["disposition"].iloc[0] == "absorbed: 100 Trying"
+    assert not tl["dropped"].any()
+    from sipperf import calls
+    assert calls.pdr(tl) == 0.0
+
+
+def test_strict_fails_on_any_skip(fx, tmp_path):
+    with pytest.raises(IngestError, match=r"thesis_garbage.log: line \d+: --strict"):
+        read_thesis_log(fx / "thesis_garbage.log", strict=True)
+    # our own SYNTHETIC label line is metadata, not a skipped record
+    read_thesis_log(fx / "thesis_small.log", strict=True)
+
+
+@pytest.mark.parametrize("body,what", [
+    ("call_id,kind,t_arr\na,request,12abc\n", "bad number"),
+    ("call_id,kind,t_arr\na,request,inf\n", "bad number"),
+    ("call_id,kind,t_arr\na,request,1.5\n", "bad number"),          # fractional ns
+    ("call_id,kind,cseq\na,request,x7\n", "bad number"),
+])
+def test_tidy_text_or_inf_in_numeric_column_is_counted(tmp_path, body, what):
+    p = tmp_path / "t.csv"
+    p.write_text(body + "b,request,\n")
+    tl, rep = read_tidy(p)
+    assert rep.skipped == {what: 1} and rep.parsed == 1 and list(tl["call_id"]) == ["b"]
+    with pytest.raises(IngestError, match=r"t.csv: row 1: bad number in column"):
+        read_tidy(p, strict=True)
+
+
+def test_tidy_duplicate_header_and_units(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("call_id,kind,t_arr,t_arr\na,request,1,2\n")
+    with pytest.raises(IngestError, match=r"duplicate column.*t_arr"):
+        read_tidy(p)
+    p.write_text("call_id,kind,t_arr,t_dep,t_dep_ms\na,request,1,2,3\n")
+    with pytest.raises(IngestError, match=r"t_dep given 2 times"):
+        read_tidy(p)
+    p.write_text("call_id,kind,t_arr,t_dep_ms\na,request,1700000000123456789,1700000000123.5\n")
+    tl, _ = read_tidy(p)
+    assert int(tl["t_dep"].iloc[0]) == 1_700_000_000_123_500_000
+    for unit, v in (("seconds", "1700000000"), ("milliseconds", "1700000000123"),
+                    ("microseconds", "1700000000123456")):
+        p.write_text(f"call_id,kind,t_arr\na,request,{v}\n")
+        with pytest.raises(IngestError, match=f"look like {unit}.*t_arr_"):
+            read_tidy(p)
+    p.write_text("call_id,kind,t_arr_s,t_dep_s\na,request,1700000000.000001,1700000000.5\n")
+    tl, _ = read_tidy(p)
+    assert int(tl["t_arr"].iloc[0]) == 1_700_000_000_000_001_000 and int(tl["t_dep"].iloc[0]) == 1_700_000_000_500_000_000
+    # relative ns (a simulation from epoch 0) stay ns
+    p.write_text("call_id,kind,t_arr,t_dep\na,request,0,1500\n")
+    tl, _ = read_tidy(p)
+    assert int(tl["t_dep"].iloc[0]) == 1500

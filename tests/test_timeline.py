@@ -66,3 +66,14 @@ def test_report_balances_and_combines():
 def test_ingest_error_names_file_and_position():
     e = IngestError("/tmp/x.log", "line 7", "bad field")
     assert str(e) == "/tmp/x.log: line 7: bad field"
+
+
+def test_report_details_in_json():
+    import json
+    r = IngestReport(source="pcap", path="x", read=2, parsed=2)
+    r.details["vantage"] = {"kind": "endpoint", "hops": []}
+    d = json.loads(r.to_json())
+    assert d["vantage"]["kind"] == "endpoint" and d["balanced"]
+    c = IngestReport.combine([r])
+    assert c.files[0].details["vantage"]["kind"] == "endpoint"
+    assert "vantage" not in IngestReport(source="tidy").to_dict()

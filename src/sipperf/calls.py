@@ -54,9 +54,22 @@ SCR               §4.9       completed sessions / attempts, in %: completed = e
                              its BYE got a final response (the session did not fail for lack of a
                              response).  Established calls still open at the end (no BYE, or a
                              pending BYE) are left out of numerator and denominator.
-PDR               seed 000   packet drop rate: dropped / total messages, where total is the
-                  ch. 6      timeline's rows or, if given, the number offered (e.g. 6 M sent by SIPp).
+PDR               seed 000   packet drop rate: dropped / messages the proxy should have forwarded
+                  ch. 6      = relayed + dropped when the timeline has the drop rule's
+                             ``disposition`` (:mod:`sipperf.ingest.hop`: hop-by-hop, absorbed and
+                             answered messages are not drops), else all rows; or, if given, the
+                             number offered (e.g. 6 M sent by SIPp).  Not defined (NaN) for a
+                             capture with no proxy (``vantage`` endpoint).
 ================  =========  ===========================================================================
+
+Where the timeline comes from (extra column ``vantage``, :mod:`sipperf.ingest.vantage`): at an
+**endpoint** (no proxy) each row has one instant, the capture instant, which is both the request
+and the response instant: the metrics are then exactly RFC 6076's, at the capture point.  With
+**several hops** (column ``hop``) the metrics use the first hop's rows (:func:`caller_side`).
+At a **B2BUA** the rows carry the caller leg's identity.  Responses that never left the proxy
+(dropped, or absorbed by the drop rule) never reached the caller and do not count.
+:func:`transactions` gives request -> response times per transaction type with retransmissions
+apart; :func:`message_counts` counts messages by method / status.
 
 Delays are reported in µs (count, mean, median, p99); ratios in % with the denominator as count;
 NaN when undefined.  Drafts of RFC 6076 also defined Hops-per-Request; the RFC no longer lists it
@@ -99,8 +112,28 @@ def _instants(tl: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return req_t, resp_t, last
 
 
+def caller_side(tl: pd.DataFrame) -> pd.DataFrame:
+    """The rows that show the caller's side: with several hops (extra column ``hop``), the first
+    hop's rows only (a message between two hops is a row of both: counting both would count
+    every transaction twice)."""
+    if "hop" in tl.columns and tl["hop"].nunique(dropna=True) > 1:
+        return tl[(tl["hop"] == tl["hop"].min()).fillna(False).to_numpy(bool)]
+    return tl
+
+
+def _not_delivered(tl: pd.DataFrame) -> np.ndarray:
+    """Messages that never left the measurement point towards their receiver: dropped, or ended
+    there by design (``disposition`` absorbed / terminated, :mod:`sipperf.ingest.hop`)."""
+    d = tl["dropped"].fillna(False).to_numpy(bool)
+    if "disposition" in tl.columns:
+        disp = tl["disposition"].astype("string").fillna("")
+        d = d | (disp.str.startswith("absorbed") | disp.str.startswith("terminated")).to_numpy(bool)
+    return d
+
+
 def _messages(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
     """The columns the metrics need, one row per message, and the last instant of each run."""
+    tl = caller_side(tl)
     req_t, resp_t, last = _instants(tl)
     run = tl["run_id"].astype("string").fillna("").to_numpy(str)
     d = pd.DataFrame({
@@ -111,7 +144,7 @@ def _messages(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
         "cmeth": tl["cseq_method"].astype("string").fillna("").str.upper().to_numpy(str),
         "cseq": tl["cseq"].to_numpy(dtype="float64", na_value=-1.0),
         "status": tl["status"].to_numpy(dtype="float64", na_value=np.nan),
-        "dropped": tl["dropped"].fillna(False).to_numpy(bool),
+        "dropped": _not_delivered(tl),
         "req_t": req_t, "resp_t": resp_t, "last": last,
     })
     run_end = d.groupby("run")["last"].max()
@@ -223,15 +256,36 @@ def _ratio_row(name: str, num: int, den: int, definition: str) -> dict:
             "definition": definition}
 
 
+def has_proxy(timeline: pd.DataFrame) -> bool:
+    """False when the timeline says it holds no proxy (``vantage`` = endpoint on every row)."""
+    if "vantage" not in timeline.columns or not len(timeline):
+        return True
+    return bool((timeline["vantage"].astype("string") != "endpoint").fillna(True).any())
+
+
 def pdr(timeline: pd.DataFrame, offered: int | None = None) -> float:
-    """Packet drop rate = dropped / total (seed 000 ch. 6); ``offered`` replaces the total
-    and then drops = offered − delivered rows when that is larger than the flagged drops."""
-    dropped = int(timeline["dropped"].fillna(False).astype(bool).sum()) if len(timeline) else 0
+    """Packet drop rate (seed 000 ch. 6): dropped / messages the proxy should have forwarded.
+
+    With the drop rule's ``disposition`` column (:mod:`sipperf.ingest.hop`) the denominator is
+    relayed + dropped messages: hop-by-hop messages that end at the proxy by design, requests
+    it answered itself, its own messages and messages still in flight when the capture ended
+    are in neither count.  Without it (e.g. a tidy file), dropped / all rows.  ``offered``
+    replaces the denominator and then drops = offered − delivered when that is larger than the
+    flagged drops.  NaN for a timeline with no proxy (endpoint view) or no message."""
+    tl = caller_side(timeline) if len(timeline) else timeline
+    if not has_proxy(tl):
+        return np.nan
+    dropped = int(tl["dropped"].fillna(False).astype(bool).sum()) if len(tl) else 0
+    if "disposition" in tl.columns and len(tl):
+        disp = tl["disposition"].astype("string")
+        total = int(((disp == "relayed") | (disp == "dropped")).fillna(False).sum())
+    else:
+        total = len(tl)
     if offered is not None:
-        delivered = len(timeline) - dropped
+        delivered = total - dropped
         dropped = max(dropped, offered - delivered)
         return dropped / offered if offered else np.nan
-    return dropped / len(timeline) if len(timeline) else np.nan
+    return dropped / total if total else np.nan
 
 
 def _is_failure(s: np.ndarray) -> np.ndarray:
@@ -276,11 +330,26 @@ def metrics(timeline: pd.DataFrame, offered: int | None = None, timer_s: float =
                    "§4.9: established sessions whose BYE got a final response / attempts"),
     ]
     rows += _registration_rows(registration_table(timeline, timer_s))
-    total = offered if offered is not None else len(timeline)
-    rows.append({"metric": "PDR", "unit": "%", "count": int(total),
-                 "value": 100.0 * pdr(timeline, offered) if total else np.nan,
-                 "median": np.nan, "p99": np.nan, "definition": "dropped / total messages (seed 000 ch. 6)"})
+    rows.append(_pdr_row(timeline, offered))
     return pd.DataFrame(rows)
+
+
+def _pdr_row(timeline: pd.DataFrame, offered: int | None) -> dict:
+    tl = caller_side(timeline)
+    if not has_proxy(tl):
+        return {"metric": "PDR", "unit": "%", "count": 0, "value": np.nan, "median": np.nan, "p99": np.nan,
+                "definition": "not defined: no proxy in this capture (endpoint view)"}
+    if "disposition" in tl.columns:
+        disp = tl["disposition"].astype("string")
+        total = int(((disp == "relayed") | (disp == "dropped")).fillna(False).sum())
+        what = "dropped / (relayed + dropped) messages: hop-by-hop, absorbed and answered messages excluded"
+    else:
+        total = len(tl)
+        what = "dropped / total messages"
+    total = offered if offered is not None else total
+    v = pdr(timeline, offered)
+    return {"metric": "PDR", "unit": "%", "count": int(total), "value": 100.0 * v if total else np.nan,
+            "median": np.nan, "p99": np.nan, "definition": f"{what} (seed 000 ch. 6)"}
 
 
 def _registration_rows(r: pd.DataFrame) -> list[dict]:
@@ -291,3 +360,95 @@ def _registration_rows(r: pd.DataFrame) -> list[dict]:
     return [_delay_row("RRD", d[ok], "§4.1: 2xx to REGISTER (t_dep) - first REGISTER of the attempt (t_arr)"),
             _ratio_row("IRA", int((done & (_is_failure(fs) | r["timeout"].to_numpy(bool))).sum()), int(done.sum()),
                        "§4.2: registration attempts ending in failure or timeout / attempts")]
+
+
+# --------------------------------------------------------------------------- per transaction type
+def transactions(timeline: pd.DataFrame) -> pd.DataFrame:
+    """Request -> response times per transaction type (request method), at the caller side.
+
+    A transaction is (run, Call-ID, CSeq number, method) -- ACK included, CANCEL apart; it is
+    timed from its **first** request copy.  Retransmissions are kept apart: ``request_copies``
+    counts every copy seen (a proxy's own retransmissions towards the next hop, ``disposition``
+    originated, are not caller-side copies and not counted), ``retransmitted`` the transactions
+    with more than one copy, and the delays are given separately for transactions without a
+    retransmission (``*_clean``) and with one (``*_retrans``: they contain the retransmission
+    timer).  ``first_response``: first response of any kind (a 100 Trying too);
+    ``final``: first final response (>= 200).  Delays in µs (median, p99), counts as numbers.
+    """
+    tl = caller_side(timeline)
+    cols = ["method", "transactions", "request_copies", "retransmitted", "answered_final", "no_final",
+            "first_response_clean_median_us", "first_response_clean_p99_us", "final_clean_count",
+            "final_clean_mean_us", "final_clean_median_us", "final_clean_p99_us", "final_retrans_count",
+            "final_retrans_median_us", "final_retrans_p99_us"]
+    if not len(tl):
+        return pd.DataFrame(columns=cols)
+    d, _ = _messages(tl)
+    own = np.zeros(len(d), bool)  # tl is already the caller side: rows align with d
+    if "disposition" in tl.columns:
+        own = (tl["disposition"].astype("string") == "originated").fillna(False).to_numpy(bool)
+    rq = d[(d.kind == "request") & ~own & np.isfinite(d.req_t)]
+    if rq.empty:
+        return pd.DataFrame(columns=cols)
+    tx = rq.groupby(["key", "cseq", "method"]).agg(t_req=("req_t", "min"), copies=("req_t", "size")).reset_index()
+    rs = d[(d.kind == "response") & ~d.dropped & np.isfinite(d.resp_t)].sort_values("resp_t", kind="stable")
+    rs = rs.drop(columns="method").rename(columns={"cmeth": "method"})
+    first = rs.groupby(["key", "cseq", "method"])["resp_t"].min().rename("t_first")
+    fin = rs[rs.status >= 200].groupby(["key", "cseq", "method"])["resp_t"].min().rename("t_fin")
+    tx = tx.join(first, on=["key", "cseq", "method"]).join(fin, on=["key", "cseq", "method"])
+    out = []
+    for m, g in tx.groupby("method", sort=True):
+        re = g["copies"].to_numpy() > 1
+        fr = (g["t_first"] - g["t_req"]).to_numpy(dtype="float64") / 1e3
+        fd = (g["t_fin"] - g["t_req"]).to_numpy(dtype="float64") / 1e3
+        fr_c, fd_c, fd_r = fr[~re], fd[~re], fd[re]
+        fr_c, fd_c, fd_r = (x[np.isfinite(x) & (x >= 0)] for x in (fr_c, fd_c, fd_r))
+
+        def q(v, p):
+            return float(np.percentile(v, p)) if len(v) else np.nan
+        out.append({
+            "method": m or "(none)", "transactions": int(len(g)), "request_copies": int(g["copies"].sum()),
+            "retransmitted": int(re.sum()), "answered_final": int(np.isfinite(fd).sum()),
+            "no_final": int((~np.isfinite(fd)).sum()),
+            "first_response_clean_median_us": q(fr_c, 50), "first_response_clean_p99_us": q(fr_c, 99),
+            "final_clean_count": int(len(fd_c)), "final_clean_mean_us": float(fd_c.mean()) if len(fd_c) else np.nan,
+            "final_clean_median_us": q(fd_c, 50), "final_clean_p99_us": q(fd_c, 99),
+            "final_retrans_count": int(len(fd_r)), "final_retrans_median_us": q(fd_r, 50),
+            "final_retrans_p99_us": q(fd_r, 99),
+        })
+    return pd.DataFrame(out, columns=cols)
+
+
+def message_counts(timeline: pd.DataFrame) -> pd.DataFrame:
+    """Messages by method (requests) and by status and CSeq method (responses): ``messages``
+    (rows: copies seen), ``retransmissions`` (copies after the first of the same message, from
+    the ``retrans`` column or the drop rule's ``absorbed: retransmission``) and, at a proxy, the
+    counts per ``disposition``."""
+    tl = timeline
+    if not len(tl):
+        return pd.DataFrame(columns=["kind", "method", "status", "cseq_method", "messages", "retransmissions"])
+    kind = tl["kind"].astype("string")
+    df = pd.DataFrame({
+        "kind": kind,
+        "method": tl["method"].astype("string").str.upper().fillna(""),
+        "status": tl["status"].astype("Int64").astype("string").fillna(""),
+        "cseq_method": tl["cseq_method"].astype("string").str.upper().fillna(""),
+    })
+    df.loc[(kind == "response").fillna(False).to_numpy(bool), "method"] = ""
+    re = np.zeros(len(tl), bool)
+    if "retrans" in tl.columns:
+        re |= tl["retrans"].fillna(False).to_numpy(bool)
+    if "disposition" in tl.columns:
+        disp = tl["disposition"].astype("string").fillna("")
+        re |= (disp == "absorbed: retransmission").to_numpy(bool)
+        df["disposition"] = disp.to_numpy(object)
+    df["re"] = re
+    keys = ["kind", "method", "status", "cseq_method"]
+    g = df.groupby(keys, sort=True)
+    out = g.size().rename("messages").to_frame()
+    out["retransmissions"] = g["re"].sum().astype(int)
+    if "disposition" in df.columns:
+        piv = df.groupby([*keys, "disposition"]).size().unstack("disposition", fill_value=0)
+        out = out.join(piv, how="left").fillna(0)
+        for c in piv.columns:
+            out[c] = out[c].astype(int)
+    return out.reset_index()

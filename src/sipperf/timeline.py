@@ -87,6 +87,8 @@ class IngestReport:
     messages: int = 0
     notes: list[str] = field(default_factory=list)
     files: list["IngestReport"] = field(default_factory=list)
+    #: structured findings of the reader (e.g. ``vantage``: what the capture shows), in report.json
+    details: dict[str, Any] = field(default_factory=dict)
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] += n
@@ -127,12 +129,14 @@ class IngestReport:
             "skipped": dict(self.skipped), "n_skipped": self.n_skipped,
             "messages": self.messages, "balanced": self.balanced, "notes": list(self.notes),
         }
+        if self.details:
+            d.update(self.details)
         if self.files:
             d["files"] = [f.to_dict() for f in self.files]
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        return json.dumps(self.to_dict(), indent=2, default=str)
 
     def __str__(self) -> str:
         sk = ", ".join(f"{k}: {v}" for k, v in sorted(self.skipped.items())) or "none"

@@ -1,32 +1,114 @@
 """``sipperf analyze PATH... --out DIR``: your own logs -> components, call metrics, report, figures.
 
-Writes ``DIR/components.csv`` (one row per msg_type plus ``ALL``: count and mean/median/p99
-in µs of every derivable component, incl. ``sojourn``; plus the batch-means 95% CI half-width
-of each ALL mean), ``DIR/calls.csv`` (RFC 6076 metrics and PDR, :mod:`sipperf.calls`),
-``DIR/report.json`` (the ingest account: read, parsed, skipped by reason, per input file) and
-``DIR/components.png`` / ``DIR/timeline.png``.  Unusable input -> exit code 2 and a message
-naming the file and position.
+Writes into ``DIR``:
+
+* ``components.csv``: one row per msg_type plus ``ALL``: count and mean/median/p99 in µs of
+  every derivable component, incl. ``sojourn``; plus the batch-means 95% CI half-width of each
+  ALL mean (a capture at an endpoint has no component: counts only);
+* ``components_by_hop.csv`` (several hops in one capture): the same per hop;
+* ``calls.csv``: RFC 6076 metrics and the PDR (:mod:`sipperf.calls`), at the caller side;
+* ``transactions.csv``: request -> response times per transaction type, retransmissions apart;
+* ``counts.csv``: messages by method / status (and, at a proxy, by disposition);
+* ``report.json``: the ingest account (read, parsed, skipped by reason, per input file), what
+  each capture's vantage point is and what follows from it, and the drop rule's counts;
+* ``components.png`` / ``timeline.png``.
+
+Unusable input (or an unusable ``--out`` / ``--proxy``) -> exit code 2 and a message naming the
+file and position; never a traceback.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 
-def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | None = None,
-            figures: bool = True) -> dict:
-    """Do what ``sipperf analyze`` does; returns {"timeline", "components", "calls", "report", "files"}."""
-    from sipperf import calls, components, stats
-    from sipperf.ingest import load
+def _out_dir(out_dir) -> Path:
+    """Create the output directory and prove it is writable, before any work is done."""
+    from sipperf.ingest import display_path
+    from sipperf.timeline import IngestError
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise IngestError(display_path(out), "--out", "exists and is not a directory: give a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".sipperf-write-test-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise IngestError(display_path(out), "--out", f"cannot write there: {e.strerror or e}") from None
+    return out
+
+
+def _write(path: Path, writer) -> Path:
+    from sipperf.ingest import display_path
+    from sipperf.timeline import IngestError
+
+    try:
+        writer(path)
+    except OSError as e:
+        raise IngestError(display_path(path), "--out", f"cannot write: {e.strerror or e}") from None
+    return path
+
+
+def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | None = None,
+            figures: bool = True) -> dict:
+    """Do what ``sipperf analyze`` does; returns {"timeline", "components", "calls", "transactions",
+    "counts", "report", "summary", "files"}.  Raises :class:`~sipperf.timeline.IngestError` for
+    unusable input, ``--out`` or ``--proxy``."""
+    from sipperf import calls, components, stats
+    from sipperf.ingest import load
+    from sipperf.ingest.vantage import parse_proxies
+    from sipperf.timeline import IngestError
+
+    if proxy is not None:
+        try:
+            parse_proxies(proxy)
+        except ValueError as e:
+            raise IngestError("--proxy", repr(proxy), f"unusable proxy address: {e}") from None
+    out = _out_dir(out_dir)
     tl, report = load(paths, strict=strict, proxy=proxy)
+    comp = _components(tl, components, stats)
+    files = [_write(out / "components.csv", lambda p: comp.to_csv(p, index=False))]
+    by_hop = None
+    if "hop" in tl.columns and tl["hop"].nunique(dropna=True) > 1:
+        parts = []
+        for h, g in tl.groupby(tl["hop"].astype("Int64"), sort=True):
+            c = _components(g.reset_index(drop=True), components, stats)
+            c.insert(0, "proxy", str(g["proxy"].dropna().iloc[0]) if "proxy" in g and g["proxy"].notna().any() else "")
+            c.insert(0, "hop", int(h))
+            parts.append(c)
+        by_hop = pd.concat(parts, ignore_index=True)
+        files.append(_write(out / "components_by_hop.csv", lambda p: by_hop.to_csv(p, index=False)))
+    cm = calls.metrics(tl, offered=offered)
+    unreliable = _pdr_unreliable(report)
+    if unreliable:
+        i = cm.index[cm["metric"] == "PDR"]
+        cm.loc[i, "value"] = np.nan
+        cm.loc[i, "definition"] = f"not computed: {unreliable}"
+    tx = calls.transactions(tl)
+    counts = calls.message_counts(tl)
+    files.append(_write(out / "calls.csv", lambda p: cm.to_csv(p, index=False)))
+    files.append(_write(out / "transactions.csv", lambda p: tx.to_csv(p, index=False)))
+    files.append(_write(out / "counts.csv", lambda p: counts.to_csv(p, index=False)))
+    summary = _summary(report, tl, cm, unreliable)
+    rep_d = {**report.to_dict(), "summary": summary}
+    files.append(_write(out / "report.json",
+                        lambda p: p.write_text(json.dumps(_finite(rep_d), indent=2, default=str))))
+    if figures:
+        files += _figures(tl, components.derive_arrays(tl), comp, out, tx)
+    return {"timeline": tl, "components": comp, "components_by_hop": by_hop, "calls": cm,
+            "transactions": tx, "counts": counts, "report": report, "summary": summary, "files": files}
+
+
+def _components(tl: pd.DataFrame, components, stats) -> pd.DataFrame:
     comp = components.summary(tl, unit="us")
     arrays = components.derive_arrays(tl)
     order = np.argsort(_order_key(tl), kind="stable")
@@ -37,14 +119,62 @@ def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | 
         hw = stats.batch_means_ci(vals).half_width if len(vals) >= 2 * stats.DEFAULT_BATCHES else np.nan
         if f"{c}_mean" in comp.columns:
             comp[col] = np.where(comp["msg_type"] == "ALL", hw, np.nan)
-    comp.to_csv(out / "components.csv", index=False)
-    cm = calls.metrics(tl, offered=offered)
-    cm.to_csv(out / "calls.csv", index=False)
-    (out / "report.json").write_text(report.to_json())
-    files = [out / "components.csv", out / "calls.csv", out / "report.json"]
-    if figures:
-        files += _figures(tl, arrays, comp, out)
-    return {"timeline": tl, "components": comp, "calls": cm, "report": report, "files": files}
+    return comp
+
+
+def _finite(x):
+    """JSON has no NaN/inf: null instead."""
+    if isinstance(x, dict):
+        return {str(k): _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    if isinstance(x, np.generic):
+        return _finite(x.item())
+    return x
+
+
+def _file_reports(report) -> list:
+    return report.files or [report]
+
+
+def _pdr_unreliable(report) -> str:
+    for f in _file_reports(report):
+        order = f.details.get("log_order") if f.details else None
+        if order and order.get("pdr_reliable") is False:
+            return (f"{f.path}: {order['lines_out_of_time_order']} lines out of time order (a reordered or "
+                    f"merged log): a missing send line cannot be told from a drop")
+    return ""
+
+
+def _summary(report, tl: pd.DataFrame, cm: pd.DataFrame, unreliable: str) -> dict:
+    """What was found in each input and what follows from it (report.json "summary", printed)."""
+    files = []
+    for f in _file_reports(report):
+        d = {"path": f.path, "format": f.source, "read": f.read, "parsed": f.parsed,
+             "skipped": dict(f.skipped), "messages": f.messages}
+        if f.details.get("vantage"):
+            v = f.details["vantage"]
+            d["vantage"] = v["kind"]
+            d["what_follows"] = v["what_follows"]
+            d["hops"] = v.get("per_hop", [])
+            if v.get("seen"):
+                d["seen"] = v["seen"]
+        elif f.source in ("thesis_log", "lab-run", "lab-dataset", "sim"):
+            d["vantage"] = "proxy (instrumented)" if f.source != "sim" else "proxy (simulated)"
+            d["what_follows"] = "the proxy's time components (eq. 3.1-3.3), sojourn, PDR, RFC 6076 metrics"
+        if f.details.get("messages_account"):
+            d["sip_messages_not_in_timeline"] = f.details["messages_account"]["not_in_timeline"]
+        if f.details.get("dispositions"):
+            d["dispositions"] = f.details["dispositions"]
+        warn = [n for n in f.notes if n.startswith("WARNING")]
+        if warn:
+            d["warnings"] = warn
+        files.append(d)
+    pdr = cm.loc[cm["metric"] == "PDR", "value"]
+    return {"files": files, "pdr_percent": None if pdr.isna().all() else float(pdr.iloc[0]),
+            "pdr_note": unreliable or str(cm.loc[cm["metric"] == "PDR", "definition"].iloc[0])}
 
 
 def _order_key(tl: pd.DataFrame) -> np.ndarray:
@@ -57,7 +187,7 @@ def _order_key(tl: pd.DataFrame) -> np.ndarray:
     return key
 
 
-def _figures(tl, arrays, comp, out: Path) -> list[Path]:
+def _figures(tl, arrays, comp, out: Path, tx: pd.DataFrame | None = None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -65,6 +195,8 @@ def _figures(tl, arrays, comp, out: Path) -> list[Path]:
 
     files = []
     names = [c for c in arrays if np.isfinite(arrays[c]).any()]
+    if not names:  # no time component (a capture at an endpoint): request -> response instead
+        return _transaction_figure(tx, out, plt) if tx is not None and len(tx) else []
     allrow = comp[comp["msg_type"] == "ALL"].iloc[0]
     types = [t for t in comp["msg_type"] if t != "ALL"]
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -104,19 +236,82 @@ def _figures(tl, arrays, comp, out: Path) -> list[Path]:
     return files
 
 
+def _transaction_figure(tx: pd.DataFrame, out: Path, plt) -> list[Path]:
+    """Median and p99 of request -> final response per transaction type, retransmissions apart."""
+    t = tx[np.isfinite(tx["final_clean_median_us"]) | np.isfinite(tx["final_retrans_median_us"])]
+    if not len(t):
+        return []
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(t) + 1.8))
+    y = np.arange(len(t))
+    for off, kind, label in ((-0.2, "clean", "no retransmission"), (0.2, "retrans", "with retransmissions")):
+        med = t[f"final_{kind}_median_us"].to_numpy(dtype="float64") / 1e3
+        p99 = t[f"final_{kind}_p99_us"].to_numpy(dtype="float64") / 1e3
+        ax.barh(y + off, med, 0.4, label=f"median, {label}")
+        ax.plot(p99, y + off, "k|", ms=12)
+    ax.set_yticks(y, t["method"])
+    ax.set_xscale("log")
+    ax.set_xlabel("request -> final response (ms, log scale); | = p99")
+    ax.set_title("Transactions seen at the capture point")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    p = out / "transactions.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return [p]
+
+
 def _run(args: argparse.Namespace) -> int:
+    from sipperf.ingest import display_path
     from sipperf.timeline import IngestError
 
     try:
         res = analyze(args.paths, args.out, proxy=args.proxy, strict=args.strict, offered=args.offered,
                       figures=not args.no_figures)
     except IngestError as e:
-        print(f"sipperf analyze: unusable input: {e}", file=sys.stderr)
+        print(f"sipperf analyze: unusable input: {_safe(str(e))}", file=sys.stderr)
         return 2
-    rep = res["report"]
-    print(str(rep))
-    print(f"wrote {', '.join(str(f) for f in res['files'])}")
+    try:
+        _print_summary(res)
+    except BrokenPipeError:  # `sipperf analyze ... | head`: the reader left; the files are written
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
+
+
+def _print_summary(res: dict) -> None:
+    from sipperf.ingest import display_path
+
+    print(_safe(str(res["report"])))
+    for f in res["summary"]["files"]:
+        line = f"  {f['path']}: {f['format']}"
+        if "vantage" in f:
+            line += f", vantage {f['vantage']}: {f['what_follows']}"
+        print(_safe(line))
+        for h in f.get("hops", []):
+            soj = h["sojourn_us"]
+            med = f"{soj['median']:.1f} µs" if soj["median"] is not None else "n/a"
+            pdr = f"{h['pdr_percent']:.2f} %" if h["pdr_percent"] is not None else "n/a"
+            print(_safe(f"    hop {h['hop']} {h['proxy']}: {h['messages']} messages "
+                        f"({', '.join(f'{k} {v}' for k, v in h['dispositions'].items())}); "
+                        f"median sojourn {med}; PDR {pdr}"))
+        if f.get("seen"):
+            s = f["seen"]
+            print(_safe(f"    {s['messages']} messages seen ({s['retransmissions']} retransmissions), "
+                        f"{s['call_ids']} Call-IDs; see transactions.csv and counts.csv"))
+        if f.get("sip_messages_not_in_timeline"):
+            print(_safe(f"    SIP messages not in the timeline: {f['sip_messages_not_in_timeline']}"))
+        for w in f.get("warnings", []):
+            print(_safe(f"    {w}"))
+    pdr = res["summary"]["pdr_percent"]
+    print(f"PDR: {'n/a' if pdr is None else f'{pdr:.3f} %'} ({_safe(res['summary']['pdr_note'])})")
+    print(_safe(f"wrote {', '.join(display_path(f) for f in res['files'])}"))
+    sys.stdout.flush()
+
+
+def _safe(s: str) -> str:
+    """Printable on any terminal encoding (a file name that is not UTF-8 is shown escaped)."""
+    enc = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return s.encode(enc, "backslashreplace").decode(enc, "replace")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -124,8 +319,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories, any mix of formats")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--proxy", default=None, help="proxy ip:port for pcaps (default: found from traffic)")
-    p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping")
+    p.add_argument("--proxy", default=None,
+                   help="proxy ip:port (IPv6: [addr]:port) for captures, several comma-separated for several "
+                        "hops, caller side first (default: found from the traffic)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on the first skipped record of any kind instead of counting it")
     p.add_argument("--offered", type=int, default=None, help="messages offered (PDR denominator)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=_run)

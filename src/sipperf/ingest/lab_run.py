@@ -39,6 +39,7 @@ import gzip
 import json
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -65,11 +66,39 @@ def _read_pcap(path: Path) -> tuple[pd.DataFrame, IngestReport]:
         return read_packets(path)
     with tempfile.TemporaryDirectory() as tmp:
         plain = Path(tmp) / path.stem
-        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        try:
+            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except (OSError, EOFError, zlib.error) as e:
+            raise IngestError(path, "gzip", f"corrupt or truncated gzip file: {e}") from None
         pk, rep = read_packets(plain)
         rep.path = str(path)
         return pk, rep
+
+
+def _meta(run_dir: Path) -> dict:
+    """meta.json of a lab run, checked: a JSON object with the keys the join needs."""
+    meta_p = run_dir / "meta.json"
+    if not meta_p.exists():
+        raise IngestError(run_dir, "meta.json", "not a lab run directory (no meta.json)")
+    try:
+        meta = json.loads(meta_p.read_bytes())
+    except (ValueError, OSError) as e:
+        raise IngestError(meta_p, "file", f"not valid JSON: {e}") from None
+    if not isinstance(meta, dict):
+        raise IngestError(meta_p, "file", f"not a JSON object (a {type(meta).__name__})")
+    proxy = meta.get("proxy")
+    if not isinstance(proxy, dict) or "addr" not in proxy or "port" not in proxy:
+        raise IngestError(meta_p, "key proxy", 'missing or incomplete: a lab run needs '
+                          '"proxy": {"addr": ..., "port": ...}')
+    try:
+        int(proxy["port"])
+    except (TypeError, ValueError):
+        raise IngestError(meta_p, "key proxy.port", f"not a port number: {proxy['port']!r}") from None
+    for k in ("clock_before", "clock_after"):
+        if k in meta and not (isinstance(meta[k], dict) and isinstance(meta[k].get("offset_ns"), (int, float))):
+            raise IngestError(meta_p, f"key {k}", 'must be {"offset_ns": <number>}')
+    return meta
 
 
 def _ident(method: pd.Series, status: pd.Series) -> pd.Series:
@@ -120,11 +149,9 @@ def _align_by_length(f_tid: np.ndarray, f_ret: np.ndarray, x_pid: np.ndarray, x_
 def read_run(run_dir: str | Path, *, run_id: str | None = None) -> tuple[pd.DataFrame, IngestReport]:
     """The joined timeline of one lab run and the combined account of its files."""
     run_dir = Path(run_dir)
-    meta_p = run_dir / "meta.json"
-    if not meta_p.exists():
-        raise IngestError(run_dir, "meta.json", "not a lab run directory (no meta.json)")
-    meta = json.loads(meta_p.read_text())
-    run_id = run_id or run_dir.name
+    meta = _meta(run_dir)
+    from . import display_path
+    run_id = run_id or display_path(run_dir.name)
     addr, port = meta["proxy"]["addr"], int(meta["proxy"]["port"])
     offs = [meta[k]["offset_ns"] for k in ("clock_before", "clock_after") if k in meta]
     offset = int(np.mean(offs)) if offs else None

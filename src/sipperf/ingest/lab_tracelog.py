@@ -12,6 +12,7 @@ with its reason.  Times ``t`` are ns of CLOCK_MONOTONIC (bpftrace ``nsecs``); ``
 from __future__ import annotations
 
 import gzip
+import zlib
 import re
 from pathlib import Path
 
@@ -47,6 +48,18 @@ def open_text(path: Path):
         raise IngestError(path, "open", str(e)) from e
 
 
+def iter_lines(path: Path):
+    """(line number, line) of a (possibly gzipped) text log; a read error (corrupt gzip, I/O)
+    raises :class:`IngestError` naming the file and the line."""
+    lineno = 0
+    try:
+        with open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                yield lineno, line
+    except (OSError, EOFError, zlib.error) as e:
+        raise IngestError(path, f"line {lineno + 1}", f"cannot read: {e}") from None
+
+
 def read_tracelog(path: str | Path) -> tuple[dict[str, pd.DataFrame], IngestReport]:
     """Parse a tracer log: ``({kind: DataFrame[cpu, t, ...]}, report)``.
 
@@ -60,40 +73,39 @@ def read_tracelog(path: str | Path) -> tuple[dict[str, pd.DataFrame], IngestRepo
     rows: dict[str, list[list[int]]] = {k: [] for k in FIELDS}
     counts: dict[str, int] = {}
     lost = 0
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            report.read += 1
-            s = line.strip()
-            if not s:
-                report.skip("blank")
-                continue
-            if s.startswith("Attaching") or s.startswith("ERROR: Unknown error -1"):
-                report.skip("banner")
-                continue
-            if s.startswith("Lost ") and "events" in s:
-                report.skip("lost events")
-                m = re.search(r"Lost (\d+)", s)
-                lost += int(m.group(1)) if m else 0
-                continue
-            m = _COUNT.match(s)
-            if m:
-                counts[m.group(1)] = int(m.group(2))
-                report.skip("aggregate")
-                continue
-            f = s.translate(_TRANS).split()
-            kind = f[0] if f else ""
-            if kind not in FIELDS:
-                report.skip("aggregate" if s.startswith(("@", "[")) else "unknown line")
-                continue
-            if len(f) != 3 + len(FIELDS[kind]):
-                report.skip("malformed")
-                continue
-            try:
-                rows[kind].append([int(x) for x in f[1:]])
-            except ValueError:
-                report.skip("malformed")
-                continue
-            report.parsed += 1
+    for lineno, line in iter_lines(path):
+        report.read += 1
+        s = line.strip()
+        if not s:
+            report.skip("blank")
+            continue
+        if s.startswith("Attaching") or s.startswith("ERROR: Unknown error -1"):
+            report.skip("banner")
+            continue
+        if s.startswith("Lost ") and "events" in s:
+            report.skip("lost events")
+            m = re.search(r"Lost (\d+)", s)
+            lost += int(m.group(1)) if m else 0
+            continue
+        m = _COUNT.match(s)
+        if m:
+            counts[m.group(1)] = int(m.group(2))
+            report.skip("aggregate")
+            continue
+        f = s.translate(_TRANS).split()
+        kind = f[0] if f else ""
+        if kind not in FIELDS:
+            report.skip("aggregate" if s.startswith(("@", "[")) else "unknown line")
+            continue
+        if len(f) != 3 + len(FIELDS[kind]):
+            report.skip("malformed")
+            continue
+        try:
+            rows[kind].append([int(x) for x in f[1:]])
+        except ValueError:
+            report.skip("malformed")
+            continue
+        report.parsed += 1
     tables = {}
     for k, cols in FIELDS.items():
         names = ["cpu", "t", *cols]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..timeline import IngestError, IngestReport
-from .lab_tracelog import open_text
+from .lab_tracelog import iter_lines
 
 MARK = "SIPPERF|"
 TAGS = ("in", "c", "out")
@@ -36,24 +36,23 @@ def read_xlog(path: str | Path) -> tuple[pd.DataFrame, IngestReport]:
     path = Path(path)
     report = IngestReport(source="lab-xlog", path=str(path))
     recs: list[tuple] = []
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            report.read += 1
-            i = line.find(MARK)
-            if i < 0:
-                report.skip("other proxy output")
-                continue
-            f = line[i + len(MARK):].rstrip("\n").split("|")
-            if len(f) != 10 or f[0] not in TAGS:
-                report.skip("malformed xlog record")
-                continue
-            try:
-                recs.append((lineno, f[0], _clock_ns(f[1]), int(f[2]), f[3], int(f[4]), f[5],
-                             int(f[6]), f[7], int(f[8]), int(f[9])))
-            except ValueError:
-                report.skip("malformed xlog record")
-                continue
-            report.parsed += 1
+    for lineno, line in iter_lines(path):
+        report.read += 1
+        i = line.find(MARK)
+        if i < 0:
+            report.skip("other proxy output")
+            continue
+        f = line[i + len(MARK):].rstrip("\n").split("|")
+        if len(f) != 10 or f[0] not in TAGS:
+            report.skip("malformed xlog record")
+            continue
+        try:
+            recs.append((lineno, f[0], _clock_ns(f[1]), int(f[2]), f[3], int(f[4]), f[5],
+                         int(f[6]), f[7], int(f[8]), int(f[9])))
+        except ValueError:
+            report.skip("malformed xlog record")
+            continue
+        report.parsed += 1
     df = pd.DataFrame(recs, columns=list(COLUMNS))
     df = df.astype({"line": "int64", "tag": "string", "t_ns": "int64", "pid": "int64",
                     "call_id": "string", "cseq": "int64", "method": "string", "status": "int64",

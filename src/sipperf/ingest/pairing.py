@@ -14,14 +14,15 @@ Each copy makes its own timeline row, so
 * repeated keys (two reliable 180s of RFC 3262 with the same CSeq) pair in order;
 * egress copies with no ingress copy — the proxy's own ``100 Trying``, its retransmissions,
   locally generated replies (408) and ACKs — are rows with ``t_arr`` null;
-* ingress copies that never leave (absorbed retransmissions, hop-by-hop ACKs of non-2xx
-  replies, real drops) are rows with ``dropped=True``, ``drop_reason="no egress"`` and
-  ``dst`` null.
+* ingress copies that never leave are rows with ``t_dep`` and ``dst`` null, classified by
+  the drop rule (:mod:`.hop`, extra column ``disposition``): hop-by-hop messages (a 100
+  Trying, the ACK of a non-2xx final response, a CANCEL's response), absorbed
+  retransmissions, requests the proxy answered itself, messages in flight when the capture
+  ended — and real drops, the only rows with ``dropped=True`` (``drop_reason="no egress"``).
 
-The proxy address is given (``"127.0.0.1:5060"``, ``"[::1]:5060"``) or found from the traffic:
-the socket that receives a message and later sends a copy of it most often.  Over TCP a
-proxy sends from ephemeral ports; those sockets are found the same way (sockets that send,
-later, messages the proxy received) and treated as the proxy.
+The proxy address is given (``"127.0.0.1:5060"``, ``"[::1]:5060"``) or found from the traffic
+(:mod:`.vantage`: the forwarding element that forwards the most).  Over TCP a proxy sends
+from ephemeral ports; those sockets are found with it and treated as the proxy.
 """
 from __future__ import annotations
 
@@ -31,101 +32,82 @@ import numpy as np
 import pandas as pd
 
 from ..timeline import IngestReport, make_timeline
-
-
-def endpoint(addr: pd.Series, port: pd.Series) -> pd.Series:
-    """'ip:port', IPv6 in brackets."""
-    a = addr.astype("string")
-    br = a.str.contains(":", regex=False).fillna(False)
-    a = a.where(~br, "[" + a + "]")
-    return a + ":" + port.astype("int64").astype("string")
+from . import hop
+from .vantage import endpoint, find_nodes, parse_socket, prep  # noqa: F401  (endpoint: re-exported)
 
 
 def _norm_proxy(proxy) -> str:
-    if isinstance(proxy, (tuple, list)):
-        host, port = proxy
-        host = str(host)
-        return f"[{host}]:{int(port)}" if ":" in host else f"{host}:{int(port)}"
-    s = str(proxy).strip()
-    if s.count(":") > 1 and not s.startswith("["):  # bare IPv6 host:port, e.g. ::1:5060
-        host, _, port = s.rpartition(":")
-        return f"[{host}]:{port}"
-    return s
+    """The canonical 'ip:port' of a proxy given as text or (host, port); ValueError says what is wrong."""
+    return parse_socket(proxy)
 
 
-def _keys(p: pd.DataFrame) -> pd.Series:
-    what = p["method"].astype("string").fillna(p["status"].astype("string"))
-    return (p["call_id"].astype("string").fillna("") + "\x00" + p["cseq"].astype("string").fillna("")
-            + "\x00" + p["cseq_method"].astype("string").fillna("") + "\x00" + what.fillna(""))
-
-
-def _forwarding(p: pd.DataFrame) -> pd.DataFrame:
-    """(receiver socket, later sender socket) -> number of message keys forwarded that way."""
-    recv = p.groupby(["key", "dst_ep"], sort=False)["ts_ns"].min().reset_index()
-    send = p.groupby(["key", "src_ep"], sort=False)["ts_ns"].min().reset_index()
-    m = recv.merge(send, on="key", suffixes=("_r", "_s"))
-    m = m[m["ts_ns_s"] > m["ts_ns_r"]]
-    return m.groupby(["dst_ep", "src_ep"]).size().rename("n").reset_index().sort_values(
-        "n", ascending=False, kind="stable")
+def hop_by_hop(p: pd.DataFrame) -> np.ndarray:
+    """Rows that are hop-by-hop by RFC 3261: a 100 Trying, a response to CANCEL, and an ACK of an
+    INVITE whose final response was 3xx-6xx (no 2xx seen for that Call-ID and CSeq)."""
+    st = pd.to_numeric(p["status"], errors="coerce")
+    cm = p["cseq_method"].astype("string").str.upper()
+    resp = p["method"].isna()
+    out = (resp & (st == 100)).fillna(False).to_numpy(bool)
+    out |= (resp & (cm == "CANCEL")).fillna(False).to_numpy(bool)
+    inv = resp & (cm == "INVITE") & (st >= 200)
+    if inv.any():
+        txk = p["call_id"].astype("string").fillna("") + "\x00" + p["cseq"].astype("string").fillna("")
+        fin = pd.DataFrame({"k": txk[inv], "ok": (st[inv] < 300)}).groupby("k")["ok"].agg(["any", "size"])
+        non2xx = set(fin.index[~fin["any"]])
+        ack = (p["method"].astype("string").str.upper() == "ACK").fillna(False).to_numpy(bool)
+        out |= ack & txk.isin(non2xx).to_numpy(bool)
+    return out
 
 
 def find_proxy(packets: pd.DataFrame) -> tuple[str, set[str]]:
-    """The proxy's socket and every socket it sends from (TCP ephemeral ports), from the traffic."""
-    p = _prep(packets)
-    fw = _forwarding(p)
-    if fw.empty:
+    """The (busiest) proxy's socket and every socket it uses (TCP ephemeral ports), from the traffic."""
+    nodes = find_nodes(prep(packets))
+    if not nodes:
         raise ValueError("no message is received and later re-sent: no proxy in this capture")
-    top = fw.iloc[0]
-    proxy = str(top["dst_ep"])
-    return proxy, _aliases(fw, proxy)
-
-
-def _aliases(fw: pd.DataFrame, proxy: str) -> set[str]:
-    socks = {proxy}
-    if fw.empty:
-        return socks
-    mine = fw[fw["dst_ep"] == proxy]
-    if not mine.empty:
-        best = mine["n"].max()
-        socks |= set(mine.loc[mine["n"] >= 0.05 * best, "src_ep"].astype(str))
-    return socks
-
-
-def _prep(packets: pd.DataFrame) -> pd.DataFrame:
-    p = packets.reset_index(drop=True).copy()
-    p["src_ep"] = endpoint(p["src"], p["sport"]).astype(str)
-    p["dst_ep"] = endpoint(p["dst"], p["dport"]).astype(str)
-    p["key"] = _keys(p).astype(str)
-    return p
+    return nodes[0].socket, set(nodes[0].sockets)
 
 
 def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
-                  run_id: str | None = None) -> tuple[pd.DataFrame, IngestReport]:
+                  run_id: str | None = None, sockets: set[str] | None = None,
+                  capture_end: float | None = None) -> tuple[pd.DataFrame, IngestReport]:
     """Timeline (t_arr, t_dep per message copy) from a packet table of ``read_packets``.
 
+    ``proxy``: its socket (``"ip:port"``, ``"[v6]:port"`` or ``(ip, port)``), found from the
+    traffic when None (ValueError if nothing is forwarded).  ``sockets``: every socket the
+    proxy uses (default: those found with it, :func:`.vantage.find_nodes`).
     ``stateful`` (default, e.g. Kamailio/OpenSIPS with ``tm``): a request copy the proxy sends
     with the same key and top-Via branch as one it already sent is its own timer retransmission
-    (egress only) — it never relays a retransmission it received, which stays "no egress".
+    (egress only) — it never relays a retransmission it received.
     ``stateful=False`` pairs retransmissions FIFO like any other copy (a stateless proxy
-    forwards each one).
+    forwards each one).  Unforwarded copies are classified by the drop rule (:mod:`.hop`,
+    extra column ``disposition``); only real drops get ``dropped=True``.  ``capture_end``
+    (ns; default: the last packet) bounds the "in flight at capture end" class.
     """
     rep = IngestReport(source="pcap-pairing")
     rep.read = len(packets)
     if len(packets) == 0:
         rep.check()
         return make_timeline({}), rep
-    p = _prep(packets)
-    fw = _forwarding(p)
-    if proxy is None:
-        if fw.empty:
-            raise ValueError("no message is received and later re-sent: give the proxy address")
-        proxy = str(fw.iloc[0]["dst_ep"])
-        rep.notes.append(f"proxy found from the traffic: {proxy}")
+    p = packets if {"src_ep", "dst_ep", "key"} <= set(packets.columns) else prep(packets)
+    p = p.reset_index(drop=True)
+    if proxy is None or sockets is None:
+        nodes = find_nodes(p)
+        if proxy is None:
+            if not nodes:
+                raise ValueError("no message is received and later re-sent: give the proxy address")
+            proxy = nodes[0].socket
+            rep.notes.append(f"proxy found from the traffic: {proxy}")
+        else:
+            proxy = _norm_proxy(proxy)
+        node = next((nd for nd in nodes if proxy in nd.sockets), None)
+        socks = set(node.sockets) if node is not None else {proxy}
     else:
         proxy = _norm_proxy(proxy)
-    socks = _aliases(fw, proxy)
+        socks = set(sockets) | {proxy}
+    if capture_end is None:
+        capture_end = float(p["ts_ns"].max())
     if len(socks) > 1:
-        rep.notes.append(f"proxy also sends from {sorted(socks - {proxy})}")
+        rep.notes.append(f"proxy also uses {sorted(socks - {proxy})}")
     src_in = p["src_ep"].isin(socks).to_numpy()
     dst_in = p["dst_ep"].isin(socks).to_numpy()
     ingress = dst_in & ~src_in
@@ -135,7 +117,11 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     rep.parsed = int((ingress | egress).sum())
 
     order = np.lexsort((np.arange(len(p)), p["frame"].to_numpy(), p["ts_ns"].to_numpy()))
-    keys = p["key"].to_numpy(object)
+    keys = p["key"].to_numpy(object).copy()
+    # hop-by-hop messages are never relayed: each ends at the proxy or starts there (§16.7 step 5,
+    # §16.10, §17.1.1.3), so they are not paired even when one arrives before its look-alike leaves
+    hbh = hop_by_hop(p)
+    keys[hbh] = keys[hbh] + "\x00hop-by-hop\x00" + np.flatnonzero(hbh).astype(str).astype(object)
     src_ep = p["src_ep"].to_numpy(object)
     dst_ep = p["dst_ep"].to_numpy(object)
     queues: dict[str, deque] = defaultdict(deque)
@@ -200,7 +186,6 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     size_out[np.flatnonzero(~np.concatenate([paired, np.ones(n_eo, bool)]))] = pd.NA
     rows = np.concatenate([ins, eo])
     dst = np.concatenate([np.where(paired, dst_ep[safe_out], None), dst_ep[eo]])
-    dropped = np.concatenate([~paired, np.zeros(n_eo, bool)])
     kind = np.where(p["method"].isna().to_numpy()[rows], "response", "request")
     tl = pd.DataFrame({
         "call_id": col("call_id", rows),
@@ -214,8 +199,6 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
         "size": pd.array(size[rows], dtype="Int64"),
         "t_arr": t_arr,
         "t_dep": t_dep_arr,
-        "dropped": pd.array(dropped, dtype="boolean"),
-        "drop_reason": np.where(dropped, "no egress", None),
         "via_branch": col("via_branch", rows),
         "transport": col("transport", rows),
         "proxy": proxy,
@@ -223,6 +206,16 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
         "frame_out": frame_out,
         "size_out": size_out,
     })
+    t0 = int(ts.min())  # instants relative to the first packet: float64 keeps every ns
+    t_in = (ts[rows] - t0).astype(np.float64)
+    t_in[n_in:] = np.nan
+    t_out = np.where(np.concatenate([paired, np.ones(n_eo, bool)]),
+                     (ts[np.concatenate([safe_out, eo])] - t0).astype(np.float64), np.nan)
+    disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0))
+    dropped = disp == hop.DROPPED
+    tl["dropped"] = pd.array(dropped, dtype="boolean")
+    tl["drop_reason"] = pd.array(np.where(dropped, "no egress", None), dtype="string")
+    tl["disposition"] = pd.array(disp, dtype="string")
     if run_id is not None:
         tl["run_id"] = run_id
     first = tl["t_arr"].fillna(tl["t_dep"]).to_numpy(dtype=np.int64)
@@ -231,5 +224,6 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     rep.messages = len(tl)
     rep.notes.append(f"{int(paired.sum())} paired, {int((~paired).sum())} without egress, "
                      f"{n_eo} egress only (proxy-originated or retransmitted by the proxy)")
+    rep.notes.append("dispositions: " + ", ".join(f"{k} {v}" for k, v in hop.counts(tl["disposition"]).items()))
     rep.check()
     return tl, rep

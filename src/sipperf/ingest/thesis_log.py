@@ -80,6 +80,7 @@ Resolution is 1 µs (``gettimeofday``).
 from __future__ import annotations
 
 import os
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -147,20 +148,26 @@ def _gather_bytes(w: np.ndarray, start: np.ndarray, end: np.ndarray, width: int 
 
 # --------------------------------------------------------------------------- block parser
 def _classify_rest(buf: bytes, starts: np.ndarray, ends: np.ndarray, idx: np.ndarray,
-                   counts: Counter) -> None:
+                   counts: Counter, first: dict | None = None, line0: int = 0) -> None:
+    """Count the lines that are not instrumentation lines by reason; ``first`` collects the
+    1-based line number of the first one of each reason (our own ``sipperf:`` label line,
+    which marks synthetic logs, excepted)."""
     for i in idx.tolist():
         line = bytes(buf[starts[i]:ends[i]])
         if not line.strip():
-            counts["empty line"] += 1
+            why = "empty line"
         elif MARKER in line:
             if b"reply forwarded to" in line:
-                counts["reply-forwarded line (no timestamps)"] += 1
+                why = "reply-forwarded line (no timestamps)"
             else:
-                counts["missing field"] += 1
+                why = "missing field"
         elif b"reply forwarded to" in line:
-            counts["reply-forwarded line (no timestamps)"] += 1
+            why = "reply-forwarded line (no timestamps)"
         else:
-            counts["not an instrumentation line"] += 1
+            why = "not an instrumentation line"
+        counts[why] += 1
+        if first is not None and why not in first and b" sipperf: " not in line:
+            first[why] = line0 + i + 1
 
 
 def _strings(values: list[str | None], codes: np.ndarray, run: int = 0) -> pd.arrays.ArrowStringArray:
@@ -346,8 +353,9 @@ class _BlockPairer:
                        np.zeros((0, 12), np.int64), np.zeros((0, 10), bool), line0, True, 0)
 
 
-def _frame(c: _Columns | None, run_id: str) -> pd.DataFrame:
-    """The timeline from the filled columns, without copying them."""
+def _frame(c: _Columns | None, run_id: str, utf8_replace: bool = False) -> pd.DataFrame:
+    """The timeline from the filled columns, without copying them (``utf8_replace``: decode
+    Call-IDs that are not UTF-8 with U+FFFD, one by one)."""
     if c is None:
         c = _Columns(0, 0)
     n = c.n
@@ -355,7 +363,11 @@ def _frame(c: _Columns | None, run_id: str) -> pd.DataFrame:
     nbytes = int(off[-1])
     callid = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(off),
                                                           pa.py_buffer(c.cid[:nbytes])])
-    callid = callid.cast(pa.large_string())  # checks UTF-8 (ArrowInvalid), without a copy
+    if utf8_replace:
+        callid = pa.array([None if v is None else v.decode("utf-8", "replace") for v in callid.to_pylist()],
+                          pa.large_string())
+    else:
+        callid = callid.cast(pa.large_string())  # checks UTF-8 (ArrowInvalid), without a copy
     names = list(METHOD_NAMES) + ["OTHER"]
     req = c.req[:n]
     is_req = req < 100
@@ -508,6 +520,49 @@ class _Prefetch:
         self._gen.close()
 
 
+def _stem(path: Path) -> str:
+    from sipperf.ingest import display_path
+    return display_path(path.stem)
+
+
+def _line_of(e: IngestError) -> int:
+    pos = str(e.position)
+    return int(pos[5:]) if pos.startswith("line ") and pos[5:].isdigit() else 1 << 62
+
+
+def _strict_skip(path, first: dict) -> None:
+    why, line = min(first.items(), key=lambda kv: kv[1])
+    raise IngestError(path, f"line {line}", f"--strict: {why}")
+
+
+def _read_blocks(path, block_bytes, pairer, report, counts, strict, bar):
+    """Read, tokenize and pair the file's blocks; returns (the reader, lines read)."""
+    line0 = 0
+    with open_log(path) as fh, _Prefetch(_blocks(fh, block_bytes)) as blocks:
+        for area, b, (starts, ends, kind, iv, okm), got, eof, block_len in blocks:
+            if bar is not None:
+                bar.update(got)
+            if b is None:
+                continue
+            n_nl = len(kind)
+            first: dict = {}
+            _classify_rest(area, starts, ends, np.flatnonzero(kind == 0), counts,
+                           first if strict else None, line0)
+            try:
+                pairer.block(b, starts, ends, kind, iv, okm, line0, eof, block_len)
+            except IngestError as e:
+                if first and min(first.values()) < _line_of(e):
+                    _strict_skip(path, first)
+                raise
+            if first:
+                _strict_skip(path, first)
+            del b, starts, ends, kind, iv, okm
+            report.read += n_nl
+            line0 += n_nl
+        pairer.finish(line0)
+    return fh, line0
+
+
 def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, strict: bool = False,
                     progress: bool | None = None, block_bytes: int = BLOCK_BYTES,
                     validate: bool = True) -> tuple[pd.DataFrame, IngestReport]:
@@ -531,19 +586,11 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
         bar = tqdm(total=size, unit="B", unit_scale=True, desc=path.name)
     pairer = _BlockPairer(str(path), strict, size, counts, notes)
     line0 = 0
-    with open(path, "rb") as fh, _Prefetch(_blocks(fh, block_bytes)) as blocks:
-        for area, b, (starts, ends, kind, iv, okm), got, eof, block_len in blocks:
-            if bar is not None:
-                bar.update(got)
-            if b is None:
-                continue
-            n_nl = len(kind)
-            _classify_rest(area, starts, ends, np.flatnonzero(kind == 0), counts)
-            pairer.block(b, starts, ends, kind, iv, okm, line0, eof, block_len)
-            del b, starts, ends, kind, iv, okm
-            report.read += n_nl
-            line0 += n_nl
-        pairer.finish(line0)
+    try:
+        fh, line0 = _read_blocks(path, block_bytes, pairer, report, counts, strict, bar)
+    except (OSError, EOFError, zlib.error) as e:
+        raise IngestError(path, f"line {report.read + 1}",
+                          f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     report.parsed = pairer.parsed
     if bar is not None:
         bar.close()
@@ -551,21 +598,249 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
         raise IngestError(path, "line 0", "empty file")
     report.skipped.update(counts)
     report.notes.extend(f"{k}: {v}" for k, v in sorted(notes.items()))
-    df = _frame(pairer.cols, run_id if run_id is not None else path.stem)
+    if fh.bare_cr:
+        report.notes.append(f"CR-only line ends: {fh.bare_cr} CRs read as line ends")
+    try:
+        df = _frame(pairer.cols, run_id if run_id is not None else _stem(path))
+    except pa.ArrowInvalid:  # a Call-ID that is not UTF-8: replace the bad bytes, as for captures
+        df = _frame(pairer.cols, run_id if run_id is not None else _stem(path), utf8_replace=True)
+        report.notes.append("Call-IDs with bytes that are not UTF-8: shown with U+FFFD")
     del pairer
-    report.messages = len(df)
     if report.parsed == 0:
         raise IngestError(path, f"line {report.read}",
                           f"no thesis-format instrumentation line found ({dict(report.skipped)})")
+    df = _post_pair(df, report)
+    report.messages = len(df)
     if validate:
         validate_timeline(df)
     _release_memory()
     return df, report.check()
 
 
+#: lines logged more than this before the latest earlier line count as out of time order
+ORDER_TOLERANCE_NS = 10_000_000
+
+
+def _post_pair(df: pd.DataFrame, report: IngestReport) -> pd.DataFrame:
+    """Re-pair send lines logged *before* their receive line (a reordered or merged log), check
+    the time order of the lines, and classify every receive line without a send line by the
+    drop rule (:mod:`sipperf.ingest.hop`, column ``disposition``)."""
+    from sipperf.ingest import hop
+
+    t_c = df["t_sip_c"].to_numpy(dtype="float64", na_value=np.nan)
+    t_o = df["t_sip_out"].to_numpy(dtype="float64", na_value=np.nan)
+    drop = df["dropped"].to_numpy(bool)
+    egress_only = np.isnan(t_c) & ~np.isnan(t_o)
+    repaired = 0
+    if drop.any() and egress_only.any():
+        what = df["method"].astype("string").fillna(df["status"].astype("string")).fillna("")
+        key = (df["call_id"].astype("string").fillna("") + "\x00" + df["cseq"].astype("string").fillna("")
+               + "\x00" + what).to_numpy(object)
+        line = df["line"].to_numpy(dtype="int64", na_value=0)
+        d_idx = np.flatnonzero(drop)
+        e_idx = np.flatnonzero(egress_only)
+        d_keys = set(key[d_idx])
+        e_idx = e_idx[np.fromiter((k in d_keys for k in key[e_idx]), bool, len(e_idx))]
+        if len(e_idx):
+            waiting: dict = {}
+            for j in e_idx[np.argsort(t_o[e_idx], kind="stable")]:
+                waiting.setdefault(key[j], []).append(j)
+            take = []
+            for i in d_idx[np.argsort(t_c[d_idx], kind="stable")]:
+                cand = waiting.get(key[i])
+                if not cand:
+                    continue
+                for n_, j in enumerate(cand):
+                    if line[j] < line[i] and t_o[j] >= t_c[i]:
+                        take.append((i, j))
+                        del cand[n_]
+                        break
+            if take:
+                ii = np.array([a for a, _ in take])
+                jj = np.array([b for _, b in take])
+                df = df.copy()
+                for c in ("t_sip_out", "t_dep"):
+                    v = df[c].array.copy()
+                    v[ii] = df[c].array[jj]
+                    df[c] = v
+                dr = df["dropped"].array.copy()
+                dr[ii] = False
+                df["dropped"] = dr
+                reason = df["drop_reason"].astype(object).to_numpy().copy()
+                reason[ii] = None
+                df["drop_reason"] = pd.array(reason, dtype="string")
+                keep = np.ones(len(df), bool)
+                keep[jj] = False
+                df = df[keep].reset_index(drop=True)
+                repaired = len(take)
+                report.notes.append(f"{repaired} send lines came before their receive line in the file "
+                                    f"(log not in time order): re-paired by Call-ID, CSeq and time")
+    # the time order of the lines: each line's logged instant (receive: now = t_sip_c; send: now)
+    line = df["line"].to_numpy(dtype="int64", na_value=0)
+    firsts = [int(df[c].min()) for c in INSTANTS if df[c].notna().any()]
+    t0 = min(firsts) if firsts else 0
+
+    def _f64(col: pd.Series) -> np.ndarray:  # ns after t0 as float64: exact below 2^53 ns (104 days)
+        return (col - t0).to_numpy(dtype="float64", na_value=np.nan)
+
+    t_c = _f64(df["t_sip_c"])
+    t_log = np.where(np.isnan(t_c), _f64(df["t_sip_out"]), t_c)
+    if len(line) > 1 and not (np.diff(line) >= 0).all():
+        t_log = t_log[np.argsort(line, kind="stable")]
+    ok = ~np.isnan(t_log)
+    runmax = np.maximum.accumulate(np.where(ok, t_log, -np.inf))
+    late = int((ok[1:] & (t_log[1:] < runmax[:-1] - ORDER_TOLERANCE_NS)).sum()) if len(line) > 1 else 0
+    del t_log, ok, runmax
+    order = {"lines_out_of_time_order": late, "send_lines_repaired": repaired,
+             "tolerance_ms": ORDER_TOLERANCE_NS / 1e6}
+    # the drop rule, on the Call-IDs that have a receive line without a send line
+    t_in = _f64(df["t_arr"])
+    for c in ("t_stack", "t_sockq", "t_sip_in", "t_sip_c"):
+        t_in = np.where(np.isnan(t_in), _f64(df[c]), t_in)
+    t_out = _f64(df["t_dep"])
+    t_out = np.where(np.isnan(t_out), _f64(df["t_sip_out"]), t_out)
+    has_in, has_out = ~np.isnan(t_in), ~np.isnan(t_out)
+    cats = list(hop.DISPOSITIONS)
+    codes = np.full(len(df), cats.index(hop.DROPPED), np.int8)
+    codes[has_in & has_out] = cats.index(hop.RELAYED)
+    codes[~has_in & has_out] = cats.index(hop.ORIGINATED)
+    todo = has_in & ~has_out
+    if todo.any():
+        end = float(np.nanmax(np.concatenate([t_in[has_in], t_out[has_out]])))
+        both = has_in & has_out
+        longest = float(np.max(t_out[both] - t_in[both])) if both.any() else None
+        rel = df["call_id"].isin(pd.unique(df["call_id"].to_numpy(object)[todo])).to_numpy(bool)
+        idx = np.flatnonzero(rel)
+        sub = df.iloc[idx]
+        d = hop.classify(sub, t_in[idx], t_out[idx], end, longest)
+        codes[idx] = np.array([cats.index(x) for x in d], np.int8) if len(d) < 4096 else \
+            pd.Categorical(d, categories=cats).codes.astype(np.int8)
+    disp_cat = pd.Categorical.from_codes(codes, categories=cats)
+    df["disposition"] = disp_cat
+    was = df["dropped"].to_numpy(bool)
+    now = codes == cats.index(hop.DROPPED)
+    if (was & ~now).any():
+        dr = df["dropped"].array.copy()
+        dr[was & ~now] = False
+        df["dropped"] = dr
+        reason = df["drop_reason"].astype(object).to_numpy().copy()
+        reason[was & ~now] = None
+        df["drop_reason"] = pd.array(reason, dtype="string")
+    if late:
+        order["pdr_reliable"] = False
+        report.notes.append(f"WARNING: {late} lines are logged out of time order (by more than "
+                            f"{ORDER_TOLERANCE_NS / 1e6:g} ms): the log was reordered or merged; messages "
+                            f"were paired by key and time, but a receive line whose send line is missing "
+                            f"cannot be told from a drop, so no PDR is reported")
+    report.details["log_order"] = order
+    vc = np.bincount(codes, minlength=len(cats))
+    report.details["dispositions"] = {cats[i]: int(vc[i]) for i in range(len(cats)) if vc[i]}
+    return df
+
+
+
 def sniff(head: bytes) -> bool:
     """True when the first bytes of a file look like a thesis-format log."""
     return MARKER + b" " in head and (b"parse_time=" in head or b" ip_out=" in head)
+
+
+def sniff_file(path: str | os.PathLike, chunk: int = 1 << 20) -> bool:
+    """True when a thesis-format instrumentation line occurs anywhere in the file (a syslog
+    whose first instrumentation line comes after megabytes of other daemons' lines)."""
+    pat = MARKER + b" "
+    with open_log(path) as fh:
+        tail = b""
+        while True:
+            b = fh.read(chunk)
+            if not b:
+                return False
+            buf = tail + b
+            i = buf.find(pat)
+            while i >= 0:
+                line = buf[i:i + 512].split(b"\n", 1)[0]
+                if b"parse_time=" in line or b" ip_out=" in line:
+                    return True
+                i = buf.find(pat, i + 1)
+            tail = buf[-512:]
+
+
+class _LogReader:
+    """Binary reader of a log, plain or gzip, whose ``readinto`` fills the buffer completely
+    (short only at the end) and, for a file with classic-Mac line ends (CR alone, as some
+    syslog relays write), turns every CR not followed by LF into LF (one byte for one, so
+    line numbers and lengths stay what they are)."""
+
+    def __init__(self, path: Path):
+        self.raw = open(path, "rb")
+        try:
+            if self.raw.read(2) == b"\x1f\x8b":
+                import gzip
+                self.raw.seek(0)
+                self.fh = gzip.GzipFile(fileobj=self.raw, mode="rb")
+            else:
+                self.raw.seek(0)
+                self.fh = self.raw
+            head = self.fh.read(SNIFF_CR)
+        except BaseException:
+            self.raw.close()
+            raise
+        self.cr_mode = head.count(b"\r") > 2 * head.count(b"\n")
+        self.pending = head
+        self.bare_cr = 0
+
+    def read(self, n: int) -> bytes:
+        buf = bytearray(n)
+        k = self.readinto(memoryview(buf))
+        return bytes(buf[:k])
+
+    def readinto(self, mv) -> int:
+        n = len(mv)
+        k = min(n, len(self.pending))
+        mv[:k] = self.pending[:k]
+        self.pending = self.pending[k:]
+        while k < n:
+            got = self.fh.readinto(mv[k:])
+            if not got:
+                break
+            k += got
+        if self.cr_mode and k:
+            a = np.frombuffer(mv, dtype=np.uint8, count=k)
+            cr = np.flatnonzero(a == 13)
+            if len(cr):
+                if cr[-1] == k - 1:  # the CR ending this block: look at the next byte
+                    if not self.pending:
+                        self.pending = self.fh.read(1)
+                    nxt = self.pending[:1]
+                    last_bare = nxt != b"\n"
+                    cr = cr[:-1]
+                else:
+                    last_bare = None
+                bare = cr[a[cr + 1] != 10]
+                a[bare] = 10
+                self.bare_cr += len(bare)
+                if last_bare:
+                    a[k - 1] = 10
+                    self.bare_cr += 1
+        return k
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fh is not self.raw:
+            self.fh.close()
+        self.raw.close()
+
+
+SNIFF_CR = 64 * 1024
+
+
+def open_log(path: str | os.PathLike) -> _LogReader:
+    """Open a log for reading (plain or gzip; CR-only line ends read as LF)."""
+    return _LogReader(Path(path))
 
 
 # --------------------------------------------------------------------------- writer
