@@ -107,3 +107,48 @@ def test_lab_without_tracer_still_records(tmp_path):
     assert rel[["t_arr", "t_sip_in", "t_sip_c", "t_sip_out", "t_dep"]].notna().all(axis=None)
     assert rel[["t_stack", "t_sockq"]].isna().all(axis=None)
     assert any("no tracer log" in n for n in rep.notes)
+
+
+@pytest.mark.root
+def test_lab_guard_and_tuning_are_applied_and_restored(tmp_path):
+    """One short run with Kamailio's ratelimit guard (503 + Retry-After over 10 INVITEs/s) and a
+    scheduler tuning (EEVDF slice, cgroup weight, a /proc/sys knob): the 503s SIPp received are
+    the ones the proxy sent, the tuning stuck on every Kamailio thread, and afterwards the knob
+    holds its old value and the cgroup is gone."""
+    missing = _missing_tools()
+    if missing or os.geteuid() != 0:
+        pytest.skip(f"needs root and {', '.join(missing) or 'the lab tools'}")
+    from pathlib import Path
+
+    from sipperf.lab import sipp
+    from sipperf.lab.netutil import port_in_use
+    from sipperf.lab.run import LabConfig, run_lab
+
+    if any(port_in_use("127.0.0.1", p) for p in PORTS.values()):
+        pytest.skip("lab ports in use")
+    rr = Path("/proc/sys/kernel/sched_rr_timeslice_ms")
+    old = rr.read_text()
+    new = "20" if old.strip() != "20" else "30"
+    out = tmp_path / "run"
+    cfg = LabConfig(rate_cps=40, calls=80, tracer="none", guard="ratelimit", guard_cps=10,
+                    absorb_early=True, idle_check_s=0.5, max_seconds=60,
+                    tuning={"name": "smoke", "slice_us": 200, "cgroup_weight": 300,
+                            "files": {str(rr): new}}, **PORTS)
+    run_lab(cfg, out, log=lambda s: None)
+    meta = json.loads((out / "meta.json").read_text())
+    # the guard: every 503 SIPp received was one the proxy sent statelessly (Kamailio's sl
+    # counters, read over its ctl socket), and every rejected INVITE was counted as dropped there
+    got = sipp.count_of(meta["sipp_counts"]["uac"], "503", "Recv")
+    st = meta["proxy_stats"]
+    assert got > 0 and got == st["sl:5xx_replies"] == st["sl:received_ACKs"]
+    assert st["core:rcv_requests_invite"] == cfg.calls
+    admitted = meta["sipp_stats"]["SuccessfulCall(C)"] - got
+    assert 0 < admitted <= 10 * (meta["load_seconds"] + 2)
+    # the tuning: applied to every thread of every Kamailio process, then restored
+    t = meta["tuning"]
+    assert t["files"][0]["applied"] and rr.read_text() == old
+    assert all(p["attr"]["runtime_ns"] == 200_000 for p in t["processes"])
+    assert t["cgroup"]["pids_inside"] and not Path(t["cgroup"]["path"]).exists()
+    assert all(r["restored"] for r in t["restored"])
+    # the machine and its load were recorded
+    assert meta["idle_check"]["samples"]["n"] >= 1 and meta["load_samples"]["n"] >= 1

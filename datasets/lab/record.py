@@ -1,8 +1,23 @@
 """Record the lab datasets in this directory (needs root, kamailio, sip-tester, tshark, bpftrace).
 
-    .venv/bin/python datasets/lab/record.py [--only SERIES] [--scratch DIR]
+The long recording (``long/``, see README.md), resumable point by point, on an idle machine::
 
-Series (see README.md): ``rate`` (1 worker, Poisson arrivals, light load into overload),
+    .venv/bin/python datasets/lab/record.py --plan full              # everything (prints an estimate first)
+    .venv/bin/python datasets/lab/record.py --plan full --estimate   # only the estimate
+    .venv/bin/python datasets/lab/record.py --plan pilot             # a short try-out into /tmp
+
+Options: ``--series workers sched overload`` (a subset), ``--force`` (record on a busy machine
+and flag it instead of refusing), ``--wait-idle S`` (how long to wait for an idle machine before
+refusing, default 300 s), ``--redo RUN_ID`` (record a done point again), ``--reprobe`` (test the
+scheduler knobs again), ``--restore`` (put back any knob an interrupted run left changed, then
+stop).  Exit codes: 0 done, 2 cannot run here, 3 refused (machine busy; run the same command
+again later: done points are kept), 130 interrupted.
+
+The short series of the first recording (``index.csv``, ``runs/``; 150-1500 calls per run)::
+
+    .venv/bin/python datasets/lab/record.py --plan short [--only SERIES] [--scratch DIR]
+
+Short series (see README.md): ``rate`` (1 worker, Poisson arrivals, light load into overload),
 ``workers`` (1, 2, 4, 8 workers at two rates), ``sched`` (default vs SCHED_FIFO vs pinned at
 two rates), ``sched_load`` (the same while two busy loops compete for the CPUs).  Each run goes through ``sipperf.lab.run.run_lab`` into a scratch directory, is
 joined by ``sipperf.ingest.lab_run.read_run`` and stored compactly by
@@ -12,13 +27,14 @@ files (pcapng, proxy log, tracer log; gzipped) are kept for the runs named in ``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +42,7 @@ import pandas as pd
 
 from sipperf.ingest.lab_dataset import load_meta, load_run, save_run
 from sipperf.ingest.lab_run import completeness, read_run
-from sipperf.lab import sipp
+from sipperf.lab import background, sipp
 from sipperf.lab.procs import exit_on_sigterm
 from sipperf.lab.run import LabConfig, run_lab
 from sipperf.timeline import INSTANTS
@@ -63,26 +79,14 @@ def plan() -> list[tuple[str, str, LabConfig]]:
 
 BACKGROUND_HOGS = 2          #: CPU-bound competitors in the ``sched_load`` series (one per CPU)
 BACKGROUND_LIMIT_S = 120.0   #: each hog exits by itself after this long, even if never stopped
-_HOG = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
 
 
 def start_hogs(n: int) -> list[subprocess.Popen]:
-    """Start ``n`` bounded busy-loop processes at nice 0 (not pinned): a controlled stand-in for
-    the unrelated work a shared server runs.  Stop them with :func:`stop_hogs` (by pid)."""
-    return [subprocess.Popen([sys.executable, "-c", _HOG.format(limit=BACKGROUND_LIMIT_S)])
-            for _ in range(n)]
+    """The short series' busy loops: nice 0, not pinned, in the recorder's own session."""
+    return background.start_hogs(n, BACKGROUND_LIMIT_S, new_session=False)
 
 
-def stop_hogs(hogs: list[subprocess.Popen]) -> None:
-    for h in hogs:
-        if h.poll() is None:
-            os.kill(h.pid, signal.SIGTERM)
-    for h in hogs:
-        try:
-            h.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.kill(h.pid, signal.SIGKILL)
-            h.wait()
+stop_hogs = background.stop_hogs
 
 
 def arrival_lateness_ms(tl: pd.DataFrame, meta: dict) -> tuple[float, float]:
@@ -133,8 +137,10 @@ def summarize(series: str, run_id: str, tl: pd.DataFrame, meta: dict) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def legacy_main(argv: list[str] | None = None) -> int:
+    """The short series (``--plan short``): index.csv and runs/ as first recorded."""
     ap = argparse.ArgumentParser()
+    ap.add_argument("--plan", choices=("short",))
     ap.add_argument("--only", choices=("rate", "workers", "sched", "sched_load"), action="append")
     ap.add_argument("--runs", nargs="*", help="record only these run ids")
     ap.add_argument("--reindex", action="store_true", help="rebuild index.csv from runs/ and stop")
@@ -196,6 +202,160 @@ def main(argv: list[str] | None = None) -> int:
                 if (rd / name).exists():
                     shutil.copy(rd / name, raw / name)
         shutil.rmtree(rd, ignore_errors=True)
+    return 0
+
+
+# ---- the long recording (long/) --------------------------------------------------------------
+
+LOCK = Path("/var/tmp/sipperf-lab-record.lock")
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def print_estimate(est: dict, params, log=print) -> None:
+    log(f"estimate for --plan {params.name} (expected, and if every point ran to its cap):")
+    for k, v in est.items():
+        if k in ("knees_assumed",):
+            continue
+        log(f"  {k:9s} {_hms(v[0]):>8s}   (at most {_hms(v[1])})")
+    log(f"  knees (calls/s at 1 % drops) by workers: {est['knees_assumed']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--plan")
+    known, _ = pre.parse_known_args(argv)
+    if known.plan is None and not {"-h", "--help"} & set(argv):
+        print("record.py: give --plan full (the long recording), --plan pilot or --plan short; "
+              "see python datasets/lab/record.py --help")
+        return 2
+    if known.plan == "short":
+        return legacy_main(argv)
+    from sipperf.lab import knobs, machine, plan as P
+    from sipperf.lab.longrun import MachineBusy, find_knee, record_point
+    from sipperf.lab.store import Dataset
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plan", choices=tuple(P.PLANS), required=True)
+    ap.add_argument("--series", nargs="+", choices=("workers", "sched", "overload"),
+                    default=["workers", "sched", "overload"])
+    ap.add_argument("--workers", nargs="+", type=int, default=None, help="subset of the worker counts")
+    ap.add_argument("--out", default=None, help="dataset directory (full: datasets/lab/long; "
+                                                "pilot: /tmp/sipperf-lab-pilot)")
+    ap.add_argument("--scratch", default="/tmp/sipperf-lab-record")
+    ap.add_argument("--force", action="store_true", help="record on a busy machine (flagged)")
+    ap.add_argument("--wait-idle", type=float, default=300.0)
+    ap.add_argument("--estimate", action="store_true", help="print the duration estimate and stop")
+    ap.add_argument("--redo", nargs="*", default=[])
+    ap.add_argument("--reprobe", action="store_true")
+    ap.add_argument("--restore", action="store_true")
+    a = ap.parse_args(argv)
+    params = P.PLANS[a.plan]
+    if a.workers:
+        params = dataclasses.replace(params, workers=tuple(w for w in params.workers if w in a.workers)
+                                     or tuple(a.workers))
+    out = Path(a.out) if a.out else (HERE / "long" if a.plan == "full" else Path("/tmp/sipperf-lab-pilot"))
+    ds = Dataset(out)
+    table = json.loads((out / "knobs.json").read_text()) if (out / "knobs.json").exists() else None
+    names, skipped = P.available_treatments(table) if table else (
+        [n for n in P.TREATMENTS if all(f.startswith("/proc/") for f in P.treatment_files(n))], {})
+    print_estimate(P.estimate(params, a.series, ds.knees(), names), params)
+    if a.estimate:
+        return 0
+    if os.geteuid() != 0:
+        print("record.py: needs root (bpftrace, scheduler knobs, cgroups)")
+        return 2
+    import fcntl
+
+    lock = open(LOCK, "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print(f"record.py: another recording holds {LOCK}")
+        return 2
+    exit_on_sigterm()
+    fixed = knobs.restore_pending()
+    for f in fixed:
+        print(f"restored after an interrupted run: {f.get('path')} -> {f.get('value', '')} ({f.get('restored')})")
+    if a.restore:
+        return 0
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    mpath = out / "machine.json"
+    mach = json.loads(mpath.read_text()) if mpath.exists() else {"machine": machine.describe(), "sessions": []}
+    idle = machine.idle_check(3.0)
+    mach["sessions"].append({"plan": a.plan, "series": a.series, "force": a.force, "utc": idle["utc"],
+                             "idle_check": idle, "machine_now": machine.describe()["cpu"]})
+    ds.write_json("machine.json", mach)
+    if table is None or a.reprobe:
+        log("probing the scheduler knobs (read, write, read back, restore)")
+        table = knobs.probe()
+        ds.write_json("knobs.json", table)
+        names, skipped = P.available_treatments(table)
+    for n, why in skipped.items():
+        log(f"treatment {n} skipped: {why}")
+    scratch = Path(a.scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+    done = ds.done() - set(a.redo)
+    common = dict(force=a.force, wait_idle_s=a.wait_idle, pilot=a.plan != "full", log=log)
+
+    def run_points(points) -> None:
+        for p in points:
+            if p.run_id in done:
+                log(f"== {p.run_id}: done")
+                continue
+            log(f"== {p.run_id}  ({p.series}, {p.cfg.workers} workers, {p.cfg.rate_cps:g} cps)")
+            res = record_point(p, out, scratch, **common)
+            ds.add_point(res)
+            s = res["summary"]
+            log(f"   -> {s['stop_reason']}: {s['calls_offered']} calls, pdr {s['pdr']:.4f}, "
+                f"sojourn {s['sojourn_mean_us']:.1f} +- {s['sojourn_ci_hw_us']:.1f} us, "
+                f"goodput {s['goodput_cps']:.0f} cps")
+
+    def knee(c: int) -> float | None:
+        k = ds.knees()
+        if c in k:
+            return k[c]
+        start = params.probe_start_cps if c == 1 or 1 not in k else max(50.0, 0.5 * k[1])
+        log(f"== knee search, {c} worker(s), from {start:g} cps")
+        res = find_knee(P.base_config(params, workers=c), start_cps=start, factor=params.probe_factor,
+                        refine_steps=params.refine_steps, probe_s=params.probe_s,
+                        max_rate_cps=params.max_rate_cps, scratch=scratch, force=a.force,
+                        wait_idle_s=a.wait_idle, on_probe=ds.add_probe, log=log)
+        ds.set_knee(res)
+        log(f"   knee {res['knee_cps']} cps ({res['probes']} probes)")
+        return res["knee_cps"]
+
+    t0 = time.monotonic()
+    try:
+        ws = list(params.workers) if "workers" in a.series else []
+        if ws and ws[0] == 1:
+            k1 = knee(1)
+            if k1:
+                run_points(P.worker_points(params, 1, k1))
+            ws = ws[1:]
+        need_k1 = ("overload" in a.series) or ("sched" in a.series)
+        k1 = knee(1) if need_k1 else None
+        if "overload" in a.series and k1:
+            run_points(P.overload_points(params, k1))
+        if "sched" in a.series and k1:
+            run_points(P.sched_points(params, k1, names))
+        for c in ws:
+            kc = knee(c)
+            if kc:
+                run_points(P.worker_points(params, c, kc))
+    except MachineBusy as e:
+        log(f"record.py: refused, {e}.  Done points are kept; run the same command again on an "
+            f"idle machine (or add --force to record and flag).")
+        return 3
+    except KeyboardInterrupt:
+        log("record.py: interrupted; processes stopped, knobs restored; done points are kept")
+        return 130
+    log(f"done in {_hms(time.monotonic() - t0)}; {out} holds {ds.size_bytes() / 1e6:.2f} MB")
     return 0
 
 

@@ -4,6 +4,9 @@
 [--sched default|fifo|pinned] [--tracer map|print|hist|none] --out DIR`` writes a run directory
 that ``sipperf.ingest.lab_run.read_run`` (and ``sipperf analyze DIR``) turns into a timeline.
 ``sipperf lab join DIR`` writes that timeline next to the run (``timeline.parquet``).
+``sipperf lab knobs`` tests every scheduler knob this machine exposes (read, write, read back,
+restore); ``sipperf lab machine`` describes the machine and how busy it is; ``sipperf lab
+restore`` puts back any knob an interrupted run left changed.
 """
 from __future__ import annotations
 
@@ -18,12 +21,31 @@ def _run(args: argparse.Namespace) -> int:
 
     exit_on_sigterm()
 
+    tuning = None
+    if any(x is not None for x in (args.policy, args.nice, args.slice_us, args.cgroup_weight)) or args.knob:
+        files = {}
+        for kv in args.knob or []:
+            if "=" not in kv:
+                print(f"sipperf lab run: --knob wants FILE=VALUE, not {kv!r}")
+                return 2
+            k, v = kv.split("=", 1)
+            files[k] = v
+        tuning = {"name": args.tuning_name or "cli", "policy": args.policy or "other",
+                  "priority": args.priority, "nice": args.nice or 0, "slice_us": args.slice_us,
+                  "cgroup_weight": args.cgroup_weight, "files": files}
     cfg = LabConfig(
         rate_cps=args.rate, calls=args.calls, workers=args.workers, arrivals=args.arrivals,
         sched=args.sched, tracer=args.tracer, tracer_cpu=args.tracer_cpu, hold_ms=args.hold_ms,
         seed=args.seed, proxy_port=args.proxy_port, uas_port=args.uas_port,
         uac_port=args.uac_port, max_seconds=args.max_seconds,
+        retransmissions=not args.no_retransmissions, guard=args.guard, guard_cps=args.guard_cps,
+        absorb_early=args.guard != "none", tuning=tuning, background_hogs=args.hogs,
     )
+    try:
+        cfg.validate()
+    except ValueError as e:
+        print(f"sipperf lab run: {e}")
+        return 2
     out = run_lab(cfg, Path(args.out))
     meta = json.loads((out / "meta.json").read_text())
     st = meta.get("sipp_stats", {})
@@ -32,6 +54,9 @@ def _run(args: argparse.Namespace) -> int:
         "successful_calls": st.get("SuccessfulCall(C)"),
         "failed_calls": st.get("FailedCall(C)"),
         "rcvbuf_errors": meta["udp_snmp_delta"].get("RcvbufErrors"),
+        "proxy_socket_drops": meta.get("proxy_socket", {}).get("drops"),
+        "other_processes_cpu": meta.get("load_samples", {}).get("foreign_mean"),
+        "machine_busy": meta.get("load_samples", {}).get("busy"),
         "skipped": meta["skipped"],
     }, indent=2))
     if args.join:
@@ -47,6 +72,52 @@ def _join_dir(run_dir: Path) -> int:
     (Path(run_dir) / "ingest_report.json").write_text(report.to_json())
     print(report)
     return 0
+
+
+def _knobs(args: argparse.Namespace) -> int:
+    import os
+
+    from sipperf.lab import knobs
+
+    if os.geteuid() != 0:
+        print("sipperf lab knobs: needs root (it writes each knob and restores it)")
+        return 2
+    table = knobs.probe(kamailio=not args.no_kamailio)
+    if args.json:
+        Path(args.json).write_text(json.dumps(table, indent=1, default=str))
+    for group in ("proc_sys", "proc_sys_extra", "debugfs", "per_process", "cgroup", "kamailio"):
+        print(f"== {group}")
+        for r in table.get(group, []):
+            state = ("writable" if r.get("writable") else "refused" if r.get("writable") is False
+                     else "exists" if r.get("exists") else "absent")
+            err = r.get("write_error") or r.get("read_error") or r.get("parser") or r.get("note") or ""
+            rest = f"restored={r['restored']}" if "restored" in r else ""
+            print(f"  {r['knob']:45s} {state:9s} {rest:15s} {err}")
+    print("== the thesis's CFS knobs")
+    for r in table["thesis"]:
+        where = ("/proc/sys/kernel" if r["in_proc_sys"] else
+                 f"debugfs {r['debugfs_name']} ({r['debugfs_error'] or 'ok'})" if r["in_debugfs"] else "gone")
+        print(f"  {r['knob']:30s} {where:45s} {r['history']}")
+    return 0
+
+
+def _machine(args: argparse.Namespace) -> int:
+    from sipperf.lab import machine
+
+    d = {"machine": machine.describe(), "idle_check": machine.idle_check(args.seconds)}
+    print(json.dumps(d, indent=1, default=str))
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from sipperf.lab import knobs
+
+    done = knobs.restore_pending()
+    for r in done:
+        print(f"{r.get('kind')} {r.get('path')}: restored={r.get('restored')} {r.get('error', '')}")
+    if not done:
+        print(f"nothing to restore ({knobs.RESTORE_LOG})")
+    return 0 if all(r.get("restored") for r in done) else 1
 
 
 def _join(args: argparse.Namespace) -> int:
@@ -77,10 +148,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--uas-port", type=int, default=5080)
     r.add_argument("--uac-port", type=int, default=5061)
     r.add_argument("--max-seconds", type=float, default=300.0, help="hard bound on the load phase")
+    r.add_argument("--no-retransmissions", action="store_true",
+                   help="SIPp -nr on UAC and UAS, tm retransmission timers beyond fr_timer (seed 000)")
+    r.add_argument("--guard", choices=("none", "ratelimit", "pike"), default="none",
+                   help="answer initial INVITEs over --guard-cps with 503 + Retry-After")
+    r.add_argument("--guard-cps", type=float, default=0.0, help="INVITEs per second the guard admits")
+    r.add_argument("--policy", choices=("other", "batch", "idle", "fifo", "rr"), default=None,
+                   help="scheduling policy of every Kamailio process (sched_setattr)")
+    r.add_argument("--priority", type=int, default=50, help="fifo/rr priority")
+    r.add_argument("--nice", type=int, default=None)
+    r.add_argument("--slice-us", type=int, default=None,
+                   help="EEVDF slice request (sched_attr.sched_runtime, Linux >= 6.12)")
+    r.add_argument("--cgroup-weight", type=int, default=None,
+                   help="put the proxy in a child cgroup of this cpu weight (v2; v1: shares x10.24)")
+    r.add_argument("--knob", action="append", metavar="FILE=VALUE",
+                   help="set a /proc/sys/kernel/sched_* or debugfs sched knob for the run (restored)")
+    r.add_argument("--tuning-name", default=None)
+    r.add_argument("--hogs", type=int, default=0, help="CPU-bound busy loops during the load")
     r.add_argument("--join", action="store_true", help="also write timeline.parquet")
     r.add_argument("--out", required=True, help="run directory (created; must be empty)")
     r.set_defaults(func=_run)
     j = lsub.add_parser("join", help="join a run directory into timeline.parquet + ingest_report.json")
     j.add_argument("run_dirs", nargs="+")
     j.set_defaults(func=_join)
+    k = lsub.add_parser("knobs", help="test every scheduler knob (read, write, read back, restore)")
+    k.add_argument("--json", default=None, help="also write the table here")
+    k.add_argument("--no-kamailio", action="store_true", help="skip the Kamailio parameter checks")
+    k.set_defaults(func=_knobs)
+    mc = lsub.add_parser("machine", help="describe the machine (CPU, idle states, virtualisation, load)")
+    mc.add_argument("--seconds", type=float, default=3.0, help="length of the idle check")
+    mc.set_defaults(func=_machine)
+    rs = lsub.add_parser("restore", help="restore knobs an interrupted run left changed")
+    rs.set_defaults(func=_restore)
     p.set_defaults(func=lambda a: (p.print_help(), 0)[1])

@@ -23,6 +23,50 @@ class ProxyConfig:
     uas_port: int = 5080
     shm_mb: int = 128
     pkg_mb: int = 8
+    retransmissions: bool = True  #: False: tm's retransmission timers beyond its final-response timer
+    guard: str = "none"           #: "none", "ratelimit" or "pike": 503 + Retry-After over guard_cps
+    guard_cps: float = 0.0        #: initial INVITEs per second the guard lets through
+    retry_after_s: int = 5
+    absorb_early: bool = False    #: absorb request retransmissions before the guard (overload runs)
+
+
+GUARDS = ("none", "ratelimit", "pike")
+
+_REJECT = ('\t\tappend_to_reply("Retry-After: {ra}\\r\\n");\n'
+           '\t\tsl_send_reply("503", "{why}");\n\t\texit;\n')
+
+
+# Kamailio's default-config idiom: a retransmitted request of a known transaction is answered
+# by tm (last reply re-sent) and goes no further, so the guard counts each INVITE once.
+_ABSORB = ('\tif (!is_method("ACK")) {\n\t\tif (t_precheck_trans()) {\n\t\t\tt_check_trans();\n'
+           '\t\t\texit;\n\t\t}\n\t\tt_check_trans();\n\t}\n')
+
+
+def _guard_parts(cfg: ProxyConfig) -> dict[str, str]:
+    """Modules, parameters and script lines of the overload guard (empty when none)."""
+    if cfg.guard not in GUARDS:
+        raise ValueError(f"guard must be one of {GUARDS}, not {cfg.guard!r}")
+    absorb = _ABSORB if cfg.absorb_early or cfg.guard != "none" else ""
+    if cfg.guard == "none":
+        return {"GUARD_MODULES": "", "GUARD_PARAMS": "", "GUARD": absorb.rstrip("\n")}
+    limit = int(round(cfg.guard_cps))
+    if limit < 1:
+        raise ValueError("a guard needs guard_cps >= 1 (initial INVITEs per second let through)")
+    if cfg.guard == "ratelimit":
+        # TAILDROP on a queue of INVITEs: at most `limit` per 1-s timer interval
+        return {"GUARD_MODULES": 'loadmodule "ratelimit.so"\n',
+                "GUARD_PARAMS": ('modparam("ratelimit", "timer_interval", 1)\n'
+                                 'modparam("ratelimit", "queue", "0:INVITE")\n'
+                                 f'modparam("ratelimit", "pipe", "0:TAILDROP:{limit}")\n'),
+                "GUARD": (absorb + "\tif (is_method(\"INVITE\") && !rl_check()) {\n"
+                          + _REJECT.format(ra=cfg.retry_after_s, why="Rate Limited") + "\t}")}
+    # pike: requests per source address per sampling unit (1 s); over it, the source is blocked
+    return {"GUARD_MODULES": 'loadmodule "pike.so"\n',
+            "GUARD_PARAMS": ('modparam("pike", "sampling_time_unit", 1)\n'
+                             f'modparam("pike", "reqs_density_per_unit", {limit})\n'
+                             'modparam("pike", "remove_latency", 2)\n'),
+            "GUARD": (absorb + "\tif (is_method(\"INVITE\") && !pike_check_req()) {\n"
+                      + _REJECT.format(ra=cfg.retry_after_s, why="Overloaded") + "\t}")}
 
 
 def render_config(cfg: ProxyConfig, run_dir: Path) -> str:
@@ -31,6 +75,10 @@ def render_config(cfg: ProxyConfig, run_dir: Path) -> str:
         "CHILDREN": str(cfg.workers), "ADDR": cfg.addr, "PORT": str(cfg.port),
         "UAS_ADDR": cfg.uas_addr, "UAS_PORT": str(cfg.uas_port), "SHM_MB": str(cfg.shm_mb),
         "CTL": str(Path(run_dir).resolve() / "kamailio_ctl.sock"),
+        # T1 = T2 = 60 s > fr_timer (5 s) and fr_inv_timer (30 s): no proxy retransmission
+        "TM_RETR": ("" if cfg.retransmissions else
+                    'modparam("tm", "retr_timer1", 60000)\nmodparam("tm", "retr_timer2", 60000)'),
+        **_guard_parts(cfg),
     }
     for k, v in subs.items():
         text = text.replace(f"@@{k}@@", v)
@@ -103,6 +151,31 @@ def process_table(run_dir: Path, timeout_s: float = 5.0) -> list[dict]:
             elif k in ("desc", "dsc"):
                 cur["desc"] = v
     return rows
+
+
+def statistics(run_dir: Path, timeout_s: float = 10.0) -> dict[str, int]:
+    """``kamcmd stats.get_statistics all`` (core, sl, tmx counters) as {group:name: value}."""
+    import subprocess
+
+    exe = shutil.which("kamcmd")
+    sock = Path(run_dir).resolve() / "kamailio_ctl.sock"
+    if not exe or not sock.exists():
+        return {}
+    try:
+        out = subprocess.run([exe, "-s", f"unix:{sock}", "stats.get_statistics", "all"],
+                             capture_output=True, text=True, timeout=timeout_s).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    stats = {}
+    for line in out.splitlines():
+        line = line.strip().strip('"')
+        if " = " in line:
+            k, v = line.split(" = ", 1)
+            try:
+                stats[k.strip()] = int(v)
+            except ValueError:
+                pass
+    return stats
 
 
 def receiver_pids(table: list[dict]) -> list[int]:

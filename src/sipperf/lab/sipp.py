@@ -34,6 +34,8 @@ class LoadConfig:
     uac_port: int = 5061
     uas_addr: str = "127.0.0.1"
     uas_port: int = 5080
+    retransmissions: bool = True    #: False: SIPp -nr on both ends (seed 000 ran without them)
+    recv_timeout_ms: int = 5000     #: with -nr, a call waiting longer than this for a reply fails
 
 
 def binary() -> str | None:
@@ -62,7 +64,18 @@ def uas_argv(cfg: LoadConfig) -> list[str]:
     if not exe:
         raise RuntimeError("sipp not found (apt-get install sip-tester)")
     return [exe, "-sf", str(UAS_XML), "-i", cfg.uas_addr, "-p", str(cfg.uas_port),
-            "-nostdin", "-trace_err", "-error_file", "uas_errors.log", "-max_recv_loops", "100000"]
+            "-nostdin", "-trace_err", "-error_file", "uas_errors.log", "-max_recv_loops", "100000",
+            "-trace_stat", "-stf", "uas_stats.csv", "-fd", "1", "-trace_counts",
+            *_WATCHDOG, *_retrans_args(cfg)]
+
+
+#: SIPp ends a test after 120 "minor" watchdog trips (its main loop late by > 500 ms), which a
+#: long run on a shared machine can reach; the trips are still counted (stats WatchdogMinor).
+_WATCHDOG = ["-watchdog_minor_maxtriggers", "1000000", "-watchdog_major_maxtriggers", "1000000"]
+
+
+def _retrans_args(cfg: LoadConfig) -> list[str]:
+    return [] if cfg.retransmissions else ["-nr", "-recv_timeout", str(int(cfg.recv_timeout_ms))]
 
 
 def uac_argv(cfg: LoadConfig, proxy_addr: str, proxy_port: int, run_dir: Path,
@@ -75,21 +88,24 @@ def uac_argv(cfg: LoadConfig, proxy_addr: str, proxy_port: int, run_dir: Path,
               "-timeout", f"{int(timeout_s)}s", "-trace_err", "-error_file", "uac_errors.log",
               "-trace_stat", "-stf", "uac_stats.csv", "-fd", "1",
               "-trace_screen", "-screen_file", "uac_screen.log",
-              "-max_recv_loops", "100000", "-max_sched_loops", "100000"]
+              "-max_recv_loops", "100000", "-max_sched_loops", "100000", "-trace_counts",
+              *_WATCHDOG, *_retrans_args(cfg)]
     if cfg.arrivals == "deterministic":
         return [*common, "-sf", str(UAC_XML), "-r", f"{cfg.rate_cps:g}",
                 "-l", str(max(cfg.calls, 1))]
     if cfg.arrivals == "poisson":
         inj = Path(run_dir) / "poisson_offsets.csv"
-        write_injection(inj, poisson_offsets_ms(cfg.rate_cps, cfg.calls, cfg.seed))
+        # every offset + 1 ms (a shift of the whole process): with -nr, SIPp 3.6 never wakes a
+        # call whose pause is 0 ms, so the first call (offset 0) would hang until the timeout
+        write_injection(inj, poisson_offsets_ms(cfg.rate_cps, cfg.calls, cfg.seed) + 1.0)
         return [*common, "-sf", str(UAC_POISSON_XML), "-users", str(cfg.calls),
                 "-inf", str(inj)]
     raise ValueError(f"arrivals must be deterministic or poisson, not {cfg.arrivals!r}")
 
 
-def read_stats(run_dir: Path) -> dict:
+def read_stats(run_dir: Path, name: str = "uac_stats.csv") -> dict:
     """The last row of SIPp's -trace_stat CSV (cumulative counters), as a dict of numbers/strings."""
-    p = Path(run_dir) / "uac_stats.csv"
+    p = Path(run_dir) / name
     if not p.exists():
         return {}
     rows = list(csv.reader(p.read_text(errors="replace").splitlines(), delimiter=";"))
@@ -105,3 +121,55 @@ def read_stats(run_dir: Path) -> dict:
         except ValueError:
             out[k] = v
     return out
+
+
+def read_series(run_dir: Path, name: str = "uac_stats.csv",
+                columns: tuple[str, ...] = ("SuccessfulCall(P)", "FailedCall(P)", "OutgoingCall(P)",
+                                            "Retransmissions(P)")) -> dict[str, list[float]]:
+    """Per-period (``-fd 1``: per second) counters of SIPp's -trace_stat CSV, oldest first."""
+    p = Path(run_dir) / name
+    if not p.exists():
+        return {}
+    rows = list(csv.reader(p.read_text(errors="replace").splitlines(), delimiter=";"))
+    if len(rows) < 2:
+        return {}
+    head = rows[0]
+    out: dict[str, list[float]] = {}
+    for c in columns:
+        if c in head:
+            i = head.index(c)
+            vals = []
+            for r in rows[1:]:
+                try:
+                    vals.append(float(r[i]))
+                except (ValueError, IndexError):
+                    vals.append(float("nan"))
+            out[c] = vals
+    return out
+
+
+def read_counts(run_dir: Path, side: str = "uac") -> dict[str, int]:
+    """The last row of SIPp's ``-trace_counts`` file for the UAC or UAS scenario: per scenario
+    message ``<index>_<msg>_<Sent|Recv|Retrans|Timeout|Unexp>`` counters."""
+    stem = "uac" if side == "uac" else "uas"
+    files = sorted(p for p in Path(run_dir).glob("*_counts.csv")
+                   if p.name.startswith(stem) and not p.name.startswith(stem + "_stats"))
+    if not files:
+        return {}
+    rows = list(csv.reader(files[-1].read_text(errors="replace").splitlines(), delimiter=";"))
+    if len(rows) < 2:
+        return {}
+    out = {}
+    for k, v in zip(rows[0], rows[-1]):
+        if k and k not in ("CurrentTime", "ElapsedTime"):
+            try:
+                out[k] = int(v)
+            except ValueError:
+                pass
+    return out
+
+
+def count_of(counts: dict[str, int], message: str, what: str) -> int:
+    """Sum of ``<i>_<message>_<what>`` over the scenario (e.g. ``count_of(c, "503", "Recv")``)."""
+    return sum(v for k, v in counts.items()
+               if k.split("_", 1)[-1] == f"{message}_{what}")
