@@ -4,6 +4,11 @@ Visits every page listed in the table of contents and checks that it rendered: n
 output, images loaded, math typeset by the bundled MathJax, Plotly figures drawn, and that
 dragging each page's first slider really changes the visible trace.  Screenshots are saved
 under _build/screenshots/.
+
+At a desktop width (1400 px) and a phone width (390 px) every page is also checked for horizontal
+overflow (no output, table, equation, figure or diagram wider than the text column, nothing hidden
+behind a horizontal scroll bar; the failure names each element and its width) and every Plotly
+figure for a readable layout (legend, axis titles and slider clear of each other and of the plot).
 """
 from __future__ import annotations
 
@@ -134,3 +139,190 @@ def test_sliders_respond(browser, book_url, shots, page_name):
     page.screenshot(path=str(shots / (page_name.replace("/", "_") + "-slider.png")), full_page=False)
     assert not errors, errors
     page.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Horizontal overflow: at a desktop width (1400 px) and a phone width (390 px) nothing a reader
+# needs (cell output, table, display or inline equation, figure, image, literal block such as a
+# diagram) may be wider than the text column or hide part of itself behind a horizontal scroll
+# bar.  Code *input* cells are exempt (code scrolls in its own box by convention).  Folded
+# solutions and hidden inputs are unfolded first so that their outputs are measured too.
+# --------------------------------------------------------------------------------------------
+
+WIDTHS = {"desktop": 1400, "phone": 390}
+
+_UNFOLD_JS = """() => {
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  document.querySelectorAll('article details').forEach(d => { d.open = true; });
+  window.dispatchEvent(new Event('resize'));
+}"""
+
+#: returns {column: [left, right], page_scroll: px, offenders: [{kind, where, what, width, column}]}
+OVERFLOW_JS = r"""() => {
+  const art = document.querySelector('article.bd-article');
+  const ar = art.getBoundingClientRect(), acs = getComputedStyle(art);
+  const L = ar.left + parseFloat(acs.paddingLeft), R = ar.right - parseFloat(acs.paddingRight);
+  const TOL = 4;  // px: sub-pixel rounding and glyph overhang are not overflow
+  const sel = ['.cell_output', '.cell_output *', 'table', 'mjx-container', 'mjx-container > svg',
+               '.js-plotly-plot', '.js-plotly-plot .main-svg', 'img', 'figure', 'div.highlight',
+               'pre', 'div.math', '.sd-card', 'div.admonition', 'div.graphviz'].join(',');
+  const cands = Array.from(art.querySelectorAll(sel)).filter(e => !e.closest('.cell_input') &&
+    !(e.closest('.js-plotly-plot') && !e.matches('.js-plotly-plot, .main-svg')));
+  const kind = (e) => {
+    if (e.closest('mjx-container')) return e.closest('mjx-container').getAttribute('display') === 'true'
+                                            ? 'display equation' : 'inline equation';
+    if (e.closest('.js-plotly-plot')) return 'plotly figure';
+    if (e.closest('table')) return 'table';
+    if (e.tagName === 'IMG' || e.querySelector && e.querySelector(':scope > img')) return 'image';
+    if (e.closest('.cell_output')) return 'cell output';
+    if (e.closest('div.highlight, pre')) return 'literal block';
+    return e.tagName.toLowerCase();
+  };
+  const where = (e) => {
+    const ex = e.closest('.solution, .exercise');
+    const t = ex && ex.querySelector('.admonition-title');
+    const pre = t ? t.textContent.replace(/\s+/g, ' ').trim().slice(0, 60) + ', ' : '';
+    let s = e.closest('section'), h = null;
+    while (s && !(h = s.querySelector(':scope > h1, :scope > h2, :scope > h3')))
+      s = s.parentElement && s.parentElement.closest('section');
+    return pre + 'section "' + (h ? h.textContent.replace(/[#¶]/g, '').trim() : '?') + '"';
+  };
+  const what = (e) => {
+    const mj = e.closest('mjx-container');
+    if (mj && window.MathJax && MathJax.startup && MathJax.startup.document) {
+      try { const it = MathJax.startup.document.getMathItemsWithin(mj);
+            if (it.length) return 'TeX: ' + it[0].math.replace(/\s+/g, ' ').slice(0, 90); } catch (err) {}
+    }
+    const fig = e.closest('figure');
+    const cap = fig && fig.querySelector('figcaption');
+    if (cap) return 'figure "' + cap.textContent.replace(/\s+/g, ' ').trim().slice(0, 70) + '"';
+    const tab = e.closest('table') || (e.querySelector && e.querySelector('table'));
+    if (tab) {
+      const tc = tab.querySelector('caption');
+      const hd = Array.from(tab.querySelectorAll('thead th')).map(t => t.textContent.trim()).filter(Boolean);
+      return 'table ' + (tc ? '"' + tc.textContent.trim().slice(0, 60) + '" ' : '') +
+             'columns [' + hd.slice(0, 8).join(' | ').slice(0, 90) + (hd.length > 8 ? ' …' : '') + ']';
+    }
+    return 'text "' + (e.innerText || e.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 80) + '"';
+  };
+  const bad = new Map();
+  for (const e of cands) {
+    const r = e.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    const cs = getComputedStyle(e);
+    if (cs.visibility === 'hidden' || cs.display === 'none') continue;
+    let width = r.width, why = null;
+    if (r.right > R + TOL || r.left < L - TOL)
+      why = `sticks out of the column by ${Math.round(Math.max(r.right - R, L - r.left))} px`;
+    const ox = cs.overflowX;
+    if ((ox === 'auto' || ox === 'scroll' || ox === 'hidden') && e.scrollWidth > e.clientWidth + TOL) {
+      why = why || `content ${e.scrollWidth} px wide in a ${e.clientWidth} px box, the rest behind a horizontal scroll`;
+      width = Math.max(width, e.scrollWidth);
+    }
+    if (why) bad.set(e, {kind: kind(e), where: where(e), what: what(e), why: why,
+                         width: Math.round(width), column: Math.round(R - L)});
+  }
+  // report the outermost offending element only
+  const offenders = [];
+  for (const [e, info] of bad) {
+    let p = e.parentElement, inner = false;
+    while (p && p !== art) { if (bad.has(p)) { inner = true; break; } p = p.parentElement; }
+    if (!inner) offenders.push(info);
+  }
+  const se = document.scrollingElement;
+  return {column: [Math.round(L), Math.round(R)], offenders: offenders,
+          page_scroll: Math.max(0, se.scrollWidth - window.innerWidth)};
+}"""
+
+
+def measure_overflow(browser, url: str, width: int) -> dict:
+    """Open ``url`` at ``width`` px, unfold everything, and return OVERFLOW_JS's findings."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(url, wait_until="load")
+        page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate(_UNFOLD_JS)
+        page.wait_for_timeout(400)  # let Plotly's responsive resize and the reflow settle
+        return page.evaluate(OVERFLOW_JS)
+    finally:
+        page.close()
+
+
+def format_overflow(page_name: str, width: int, res: dict) -> str:
+    lines = [f"{page_name} at {width} px (text column {res['column'][1] - res['column'][0]} px):"]
+    if res["page_scroll"] > 1:
+        lines.append(f"  - the whole page scrolls sideways by {res['page_scroll']} px")
+    for o in res["offenders"]:
+        lines.append(f"  - {o['kind']} in {o['where']}: {o['what']} — {o['width']} px vs "
+                     f"column {o['column']} px ({o['why']})")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+@pytest.mark.parametrize("page_name", toc_pages(Path(__file__).resolve().parents[1]))
+def test_no_horizontal_overflow(browser, book_url, page_name, width_name):
+    width = WIDTHS[width_name]
+    res = measure_overflow(browser, f"{book_url}/{page_name}.html", width)
+    assert not res["offenders"] and res["page_scroll"] <= 1, format_overflow(page_name, width, res)
+
+
+#: for every Plotly figure: bounding boxes of its plot areas, axis titles, legend and sliders
+PLOTLY_LAYOUT_JS = r"""() => Array.from(document.querySelectorAll('article .js-plotly-plot')).map((gd, i) => {
+  const boxes = (sel, what) => Array.from(gd.querySelectorAll(sel)).map(e => {
+    const r = e.getBoundingClientRect();
+    return {what: what, l: r.left, t: r.top, r: r.right, b: r.bottom, w: r.width, h: r.height};
+  }).filter(b => b.w > 0 && b.h > 0);
+  const fig = gd.closest('figure'), cap = fig && fig.querySelector('figcaption');
+  return {index: i, caption: cap ? cap.textContent.replace(/\s+/g, ' ').trim().slice(0, 60) : '',
+          parts: [].concat(boxes('.nsewdrag', 'plot area'), boxes('.g-xtitle text, .g-x2title text', 'x-axis title'),
+                           boxes('.g-ytitle text, .g-y2title text', 'y-axis title'), boxes('.legend .bg', 'legend'),
+                           boxes('.slider-container', 'slider')),
+          figure: (() => { const r = gd.getBoundingClientRect(); return {l: r.left, r: r.right}; })()};
+})"""
+
+
+def plotly_layout_problems(figs: list[dict], tol: float = 2.0, min_plot_share: float = 0.6) -> list[str]:
+    """Overlaps between a figure's plot areas, axis titles, legend and slider (any two of them),
+    and plot areas squeezed to less than ``min_plot_share`` of the figure's width (e.g. by a
+    legend beside the plot on a phone)."""
+    out = []
+    for f in figs:
+        parts = f["parts"]
+        name = f"Plotly figure {f['index'] + 1} \"{f['caption']}\""
+        plots = [a for a in parts if a["what"] == "plot area"]
+        fig_w = f["figure"]["r"] - f["figure"]["l"]
+        if plots and fig_w > 0:
+            span = max(a["r"] for a in plots) - min(a["l"] for a in plots)
+            if span < min_plot_share * fig_w:
+                out.append(f"{name}: plot area only {span:.0f} of {fig_w:.0f} px wide "
+                           f"(legend or margins beside it?)")
+        for i, a in enumerate(parts):
+            for b in parts[i + 1:]:
+                if a["what"] == b["what"] == "plot area":
+                    continue  # subplots may share edges
+                ox = min(a["r"], b["r"]) - max(a["l"], b["l"])
+                oy = min(a["b"], b["b"]) - max(a["t"], b["t"])
+                if ox > tol and oy > tol:
+                    out.append(f"{name}: {a['what']} overlaps {b['what']} ({ox:.0f}×{oy:.0f} px)")
+    return out
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+@pytest.mark.parametrize("page_name", toc_pages(Path(__file__).resolve().parents[1]))
+def test_plotly_layout_readable(browser, book_url, page_name, width_name):
+    """Legend, axis titles and slider of every Plotly figure stay clear of each other and of the
+    plot area, on a desktop and on a phone (slider_figure puts the slider above and the legend
+    below the plot)."""
+    width = WIDTHS[width_name]
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(f"{book_url}/{page_name}.html", wait_until="load")
+        page.evaluate(_UNFOLD_JS)
+        page.wait_for_timeout(400)
+        figs = page.evaluate(PLOTLY_LAYOUT_JS)
+    finally:
+        page.close()
+    if not figs:
+        pytest.skip(f"{page_name} has no Plotly figure")
+    problems = plotly_layout_problems(figs)
+    assert not problems, f"{page_name} at {width} px:\n" + "\n".join(problems)

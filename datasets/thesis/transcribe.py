@@ -75,7 +75,7 @@ NOTES = {
     ("6.5", "lam_pps", "16 Threads, 1600cps"): "6 x 1600 = 9600; 10800 is 6 x 1800, and Table 6.6 quotes this column as 1800 cps",
     ("6.5", "call_setup_drops", "16 Threads, 1400cps"): "equals Table 6.2's 16-thread 1600 cps column; drops/messages = 0.0233, printed PDR 0.0081",
     ("6.5", "call_setup_messages", "16 Threads, 1400cps"): "equals Table 6.2's 16-thread 1600 cps column",
-    ("6.5", "total_messages", "16 Threads, 1400cps"): "equals Table 6.2's 16-thread 1600 cps column",
+    ("6.5", "total_messages", "16 Threads, 1400cps"): "equals Table 6.2's 16-thread 1400 cps column (its 1600 cps total is 363775)",
     ("6.7", "pdr", "4 Threads, 2800cps"): "drops/messages = 25563/495007 = 0.0516, printed 0.0666",
     ("6.8", "pdr", "6 Threads, 2400cps"): "drops/messages = 19745/420969 = 0.0469, printed 0.0453",
     ("6.8", "pdr", "8 Threads, 2200cps"): "drops/messages = 14598/381532 = 0.0383, printed 0.030 (= Table 6.5's 11567/384919)",

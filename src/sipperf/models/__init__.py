@@ -3,10 +3,15 @@
 * :mod:`.mg1` — M/G/1 with the six-message service mixture and interrupt overhead α (ch. 4)
 * :mod:`.mmck` — exact, stable M/M/c/K (eq. 5.3/5.4), Erlang B/C
 * :mod:`.overhead` — thread overhead β (eq. 5.6) and E[X_c] (eq. 5.5)
+* :mod:`.birth_death` — finite birth–death queues (balance equations), one core vs c slow servers
+* :mod:`.kingman` — G/G/1: Lindley recursion, Kingman's bound and approximation (ch. 5)
+* :mod:`.operational` — utilisation, Little's and service-demand laws, PASTA check on measured intervals
 * :mod:`.mgck` — two-moment M/G/c/K correction (validated by :mod:`.mgck_sim`)
 * :mod:`.scheduler` — CFS baseline/enhanced recipes (ch. 6–7) and the EEVDF mapping
-* :mod:`.capacity` — C_{p,c} = T_{p,c}·C_{1,1} (eq. 7.1), traffic model, max-rate search
+* :mod:`.capacity` — C_{p,m} = T_{p,m}·C_{1,1} (eq. 7.1; m cores, p processors), traffic model, max-rate search
 """
+from sipperf.models.birth_death import BirthDeathResult, birth_death, slow_server_rates, work_conserving_rates
+from sipperf.models.kingman import implied_ca2, kingman_bound, kingman_wait, lindley_waits
 from sipperf.models.capacity import TrafficLoad, capacity, max_rate, threads_for_capacity, traffic_requests_per_s
 from sipperf.models.mg1 import (
     ALPHA_BREAKPOINTS, MESSAGE_TYPES, TABLE_4_3, MG1Result, ServiceMix, ThesisMG1Result, alpha, mg1_wait,
@@ -15,6 +20,9 @@ from sipperf.models.mg1 import (
 from sipperf.models.mgck import MGcKResult, effective_capacity, mgck
 from sipperf.models.mgck_sim import SimResult, simulate_mgck
 from sipperf.models.mmck import MMcKResult, MMcResult, erlang_b, erlang_c, mmc, mmck
+from sipperf.models.operational import (
+    busy_at, busy_fraction, interarrival_scv, merge_intervals, service_demand, time_average_count,
+)
 from sipperf.models.overhead import BETA_COEFFS, beta, service_time_c, thesis_drop_probability
 from sipperf.models.scheduler import (
     CfsRecipe, KnobMapping, baseline_recipe, eevdf_mapping, enhanced_recipe, min_granularity_ns,
@@ -28,4 +36,7 @@ __all__ = [
     "MGcKResult", "effective_capacity", "mgck", "SimResult", "simulate_mgck",
     "CfsRecipe", "KnobMapping", "baseline_recipe", "eevdf_mapping", "enhanced_recipe", "min_granularity_ns",
     "TrafficLoad", "capacity", "max_rate", "threads_for_capacity", "traffic_requests_per_s",
+    "BirthDeathResult", "birth_death", "slow_server_rates", "work_conserving_rates",
+    "implied_ca2", "kingman_bound", "kingman_wait", "lindley_waits",
+    "busy_at", "busy_fraction", "interarrival_scv", "merge_intervals", "service_demand", "time_average_count",
 ]

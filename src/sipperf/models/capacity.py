@@ -1,10 +1,12 @@
 """Capacity planning: thesis §7.6 (paper_ch7 §V), the tcp paper's traffic model, and a
 "highest rate with drop probability ≤ target" search over any model.
 
-§7.6: with p processors and c cores available to the SPS, the best thread count is
-``T_{1,c} ≈ c + 2`` (one processor) and ``T_{p,c} ≈ c`` for p ≥ 2, and the capacity is
+§7.6: with p processors and m cores available to the SPS, the best thread count is
+``T_{1,m} ≈ m + 2`` (one processor) and ``T_{p,m} ≈ m`` for p ≥ 2, and the capacity is
 
-    C_{p,c} = T_{p,c} × C_{1,1}                                (eq. 7.1)
+    C_{p,m} = T_{p,m} × C_{1,1}                                (eq. 7.1)
+
+(the thesis writes c for the cores; this package and the book keep c for the server threads).
 
 with C_{1,1} the single-core single-thread capacity (1000 cps in the thesis), giving 4000 cps
 (2 cores), 6000 cps (4 cores, one processor) and 6000 cps (6 cores on two processors).
@@ -21,21 +23,25 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from sipperf.models._guard import count, finite
+
 __all__ = ["threads_for_capacity", "capacity", "TrafficLoad", "traffic_requests_per_s", "max_rate"]
 
 
-def threads_for_capacity(p: int, c: int) -> int:
-    """T_{p,c}: c + 2 threads on one processor, c threads when cores span p ≥ 2 processors (§7.6)."""
-    if p < 1 or c < 1 or p > c:
-        raise ValueError("need 1 <= p (processors) <= c (cores)")
-    return c + 2 if p == 1 else c
+def threads_for_capacity(p: int, m: int) -> int:
+    """T_{p,m}: m + 2 threads when the m cores sit on one processor, m threads when they span
+    p ≥ 2 processors (§7.6, where the thesis writes c for cores; the book keeps c for threads)."""
+    p, m = count("processors p", p), count("cores m", m)
+    if p > m:
+        raise ValueError("need 1 <= p (processors) <= m (cores)")
+    return m + 2 if p == 1 else m
 
 
-def capacity(p: int, c: int, c11: float = 1000.0) -> float:
-    """C_{p,c} = T_{p,c} × C_{1,1} (thesis eq. 7.1), in the unit of ``c11`` (calls/s)."""
-    if not (c11 > 0):
-        raise ValueError("baseline capacity c11 must be > 0")
-    return threads_for_capacity(p, c) * float(c11)
+def capacity(p: int, m: int, c11: float = 1000.0) -> float:
+    """C_{p,m} = T_{p,m} × C_{1,1} (thesis eq. 7.1, written C_{p,c} there), in the unit of ``c11``
+    (calls/s)."""
+    c11 = float(finite("baseline capacity c11", c11, gt=0))
+    return threads_for_capacity(p, m) * c11
 
 
 @dataclass(frozen=True)
@@ -62,12 +68,13 @@ def traffic_requests_per_s(subscribers: float, erlang_per_sub: float, holding_s:
     through the proxy: ``messages_per_call`` (6 for the thesis's INVITE/180/200/ACK/BYE/200 flow)
     per call plus ``messages_per_registration`` (REGISTER + 200 OK) per registration.
     """
-    if subscribers < 0 or erlang_per_sub < 0:
-        raise ValueError("subscribers and erlang_per_sub must be >= 0")
-    if not (holding_s > 0) or not (reg_interval_s > 0):
-        raise ValueError("holding_s and reg_interval_s must be > 0 (seconds)")
-    if mid_call_requests < 0 or messages_per_call < 0 or messages_per_registration < 0:
-        raise ValueError("message counts must be >= 0")
+    subscribers = float(finite("subscribers", subscribers, ge=0))
+    erlang_per_sub = float(finite("erlang_per_sub", erlang_per_sub, ge=0))
+    holding_s = float(finite("holding_s (seconds)", holding_s, gt=0))
+    reg_interval_s = float(finite("reg_interval_s (seconds)", reg_interval_s, gt=0))
+    mid_call_requests = count("mid_call_requests", mid_call_requests, ge=0)
+    messages_per_call = count("messages_per_call", messages_per_call, ge=0)
+    messages_per_registration = count("messages_per_registration", messages_per_registration, ge=0)
     reg = subscribers / reg_interval_s
     calls = subscribers * erlang_per_sub / holding_s
     creq = calls * (1 + mid_call_requests)
@@ -84,20 +91,30 @@ def max_rate(model_fn: Callable[[float], float], target_pdr: float, lo: float, h
     Returns ``hi`` if even ``model_fn(hi)`` meets the target; raises ValueError if ``model_fn(lo)``
     already exceeds it or the bracket is invalid.
     """
-    if not (0 <= target_pdr <= 1):
+    target_pdr = float(finite("target_pdr", target_pdr, ge=0))
+    if target_pdr > 1:
         raise ValueError("target_pdr must be in [0, 1]")
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo < hi):
+    lo, hi = float(finite("lo", lo, ge=0)), float(finite("hi", hi, ge=0))
+    rtol = float(finite("rtol", rtol, gt=0))
+    if not (lo < hi):
         raise ValueError("need finite 0 <= lo < hi")
-    if float(model_fn(lo)) > target_pdr:
+
+    def f(x: float) -> float:
+        v = float(model_fn(x))
+        if not math.isfinite(v):
+            raise ValueError(f"model_fn({x:g}) returned {v!r}; a drop probability must be finite")
+        return v
+
+    if f(lo) > target_pdr:
         raise ValueError(f"drop probability at lo={lo} already exceeds target {target_pdr}")
-    if float(model_fn(hi)) <= target_pdr:
+    if f(hi) <= target_pdr:
         return float(hi)
     a, b = float(lo), float(hi)  # invariant: f(a) <= target < f(b)
     for _ in range(max_iter):
         if b - a <= rtol * max(abs(b), 1e-300):
             break
         mid = 0.5 * (a + b)
-        if float(model_fn(mid)) <= target_pdr:
+        if f(mid) <= target_pdr:
             a = mid
         else:
             b = mid

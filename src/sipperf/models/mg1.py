@@ -32,6 +32,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sipperf.models._guard import finite
+
 __all__ = [
     "MESSAGE_TYPES", "TABLE_4_3", "ALPHA_BREAKPOINTS", "alpha", "ServiceMix", "mixture_moments",
     "MG1Result", "mg1_wait", "ThesisMG1Result", "thesis_mg1", "thesis_implied_inputs", "pps_from_cps",
@@ -68,15 +70,16 @@ def alpha(lam_pps: ArrayLike, arrivals: Arrivals = "poisson",
     deterministic (1, 1.5, 3, 6) curve; ``breakpoints=(lam_pps_points, alpha_values)`` overrides
     it (ch. 5 Table 5.1 uses other α values on different hardware).  Constant beyond the last point.
     """
-    lam = np.asarray(lam_pps, dtype=float)
-    if np.any(~np.isfinite(lam)) or np.any(lam < 0):
-        raise ValueError("packet rate lam_pps must be finite and >= 0")
+    lam = finite("packet rate lam_pps", lam_pps, ge=0)
     if breakpoints is None:
         if arrivals not in ALPHA_BREAKPOINTS:
             raise ValueError(f"arrivals must be one of {sorted(ALPHA_BREAKPOINTS)}, got {arrivals!r}")
         xp, fp = ALPHA_BREAKPOINTS[arrivals]
     else:
-        xp, fp = (np.asarray(v, dtype=float) for v in breakpoints)
+        xp = finite("alpha breakpoints (packet rates)", breakpoints[0], ge=0)
+        fp = finite("alpha breakpoints (alpha values)", breakpoints[1], gt=0)
+        if xp.ndim != 1 or xp.shape != fp.shape or xp.size == 0:
+            raise ValueError("alpha breakpoints must be two 1-D arrays of the same non-zero length")
         if np.any(np.diff(xp) <= 0):
             raise ValueError("alpha breakpoints must be strictly increasing in lam")
     return np.interp(lam, xp, fp)
@@ -99,11 +102,13 @@ class ServiceMix:
     components: tuple[str, ...] = ("k_sockq", "k_copy", "t_sip", "k_snd")
 
     def __post_init__(self) -> None:
-        m = np.atleast_2d(np.asarray(self.means_s, dtype=float))
-        s = np.zeros_like(m) if self.sds_s is None else np.broadcast_to(np.asarray(self.sds_s, dtype=float), m.shape)
-        w = np.full(m.shape[0], 1.0 / m.shape[0]) if self.weights is None else np.asarray(self.weights, dtype=float)
-        if np.any(m < 0) or np.any(s < 0):
-            raise ValueError("service-time component means and sds must be >= 0")
+        m = np.atleast_2d(finite("service-time component means means_s", self.means_s, ge=0))
+        if m.size == 0:
+            raise ValueError("means_s must hold at least one message type")
+        s = np.zeros_like(m) if self.sds_s is None else np.broadcast_to(
+            finite("service-time component sds sds_s", self.sds_s, ge=0), m.shape)
+        w = (np.full(m.shape[0], 1.0 / m.shape[0]) if self.weights is None
+             else finite("type weights", self.weights, ge=0))
         if w.shape != (m.shape[0],) or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
             raise ValueError("weights must be one non-negative number per type, summing to 1")
         object.__setattr__(self, "means_s", m)
@@ -162,13 +167,11 @@ def mg1_wait(lam_pps: ArrayLike, ex_s: ArrayLike, ex2_s2: ArrayLike) -> MG1Resul
     """Pollaczek–Khinchine mean waiting time, thesis eq. 4.2: W = λE[X²] / (2(1 - ρ)), ρ = λE[X].
 
     Vectorised (broadcast) over all arguments; λ in packets/s, E[X] in s, E[X²] in s².
-    Raises ValueError for λ < 0, E[X] ≤ 0 or E[X²] < E[X]² (impossible moments).
+    Raises ValueError for NaN/inf inputs, λ < 0, E[X] ≤ 0 or E[X²] < E[X]² (impossible moments).
     """
-    lam, ex, ex2 = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (lam_pps, ex_s, ex2_s2)))
-    if np.any(~np.isfinite(lam)) or np.any(lam < 0):
-        raise ValueError("packet rate lam_pps must be finite and >= 0")
-    if np.any(~(ex > 0)):
-        raise ValueError("mean service time ex_s must be > 0")
+    lam, ex, ex2 = np.broadcast_arrays(finite("packet rate lam_pps", lam_pps, ge=0),
+                                       finite("mean service time ex_s", ex_s, gt=0),
+                                       finite("second moment ex2_s2", ex2_s2, ge=0))
     if np.any(ex2 < ex ** 2 * (1 - 1e-12)):
         raise ValueError("second moment ex2_s2 must be >= ex_s**2 (variance cannot be negative)")
     rho = lam * ex
@@ -210,21 +213,20 @@ def thesis_mg1(lam_pps: ArrayLike, t_sip_us: ArrayLike, arrivals: Arrivals = "po
     The default ``t_sip_sd_us = 0`` matches what the thesis's printed W imply (within-type
     variance not included); pass measured within-type sds to include it.
     """
-    lam = np.atleast_1d(np.asarray(lam_pps, dtype=float))
+    lam = np.atleast_1d(finite("packet rate lam_pps", lam_pps, ge=0))
     if lam.ndim != 1:
         raise ValueError("lam_pps must be a scalar or 1-D array")
     a = alpha(lam, arrivals, alpha_breakpoints)
     n = lam.shape[0]
     try:
-        tsip = np.broadcast_to(np.asarray(t_sip_us, dtype=float), (n, 6))
-        tsd = np.broadcast_to(np.asarray(t_sip_sd_us, dtype=float), (n, 6))
+        tsip = np.broadcast_to(finite("t_sip_us", t_sip_us, ge=0), (n, 6))
+        tsd = np.broadcast_to(finite("t_sip_sd_us", t_sip_sd_us, ge=0), (n, 6))
     except ValueError:
         raise ValueError("t_sip_us / t_sip_sd_us must broadcast to (len(lam_pps), 6): scalar, per type (6,), "
                          "per rate (n, 1) or (n, 6)") from None
-    kb = np.broadcast_to(np.asarray(k_sockq_base_us, dtype=float), (6,))
-    ks = np.broadcast_to(np.asarray(k_snd_us, dtype=float), (6,))
-    if np.any(tsip < 0) or np.any(tsd < 0) or np.any(kb < 0) or np.any(ks < 0) or k_copy_us < 0:
-        raise ValueError("service-time components must be >= 0")
+    kb = np.broadcast_to(finite("k_sockq_base_us", k_sockq_base_us, ge=0), (6,))
+    ks = np.broadcast_to(finite("k_snd_us", k_snd_us, ge=0), (6,))
+    finite("k_copy_us", k_copy_us, ge=0)
     x_i = a[:, None] * kb[None, :] + k_copy_us + tsip + ks[None, :]
     ex = x_i.mean(axis=1)
     ex2 = (x_i ** 2 + tsd ** 2).mean(axis=1)
@@ -235,10 +237,9 @@ def thesis_mg1(lam_pps: ArrayLike, t_sip_us: ArrayLike, arrivals: Arrivals = "po
 
 def pps_from_cps(lam_cps: ArrayLike, messages_per_call: int = 6) -> _F:
     """Packet rate from call rate: every call brings six SIP messages through the proxy (Table 4.4 row 1)."""
-    lam = np.asarray(lam_cps, dtype=float)
-    if np.any(lam < 0):
-        raise ValueError("call rate lam_cps must be >= 0")
-    return lam * messages_per_call
+    lam = finite("call rate lam_cps", lam_cps, ge=0)
+    m = finite("messages_per_call", messages_per_call, gt=0, integer=True)
+    return lam * m
 
 
 def thesis_implied_inputs(lam_pps: ArrayLike, ex_us: ArrayLike, w_us: ArrayLike, alpha_: ArrayLike,
@@ -248,9 +249,15 @@ def thesis_implied_inputs(lam_pps: ArrayLike, ex_us: ArrayLike, w_us: ArrayLike,
 
     Returns ``t_sip_us`` = E[X] - α·K^{s,base} - K_snd - K_copy (the overall mean T_sip the
     thesis must have used), ``rho`` = λE[X], ``ex2_us2`` = 2W(1-ρ)/λ (inverting eq. 4.2) and
-    ``scv`` = E[X²]/E[X]² - 1 (NaN where ρ ≥ 1 or W is missing).
+    ``scv`` = E[X²]/E[X]² - 1 (NaN where ρ ≥ 1 or W is missing).  A missing W (a printed "N/A")
+    is passed as NaN; every other input must be finite (ValueError otherwise).
     """
-    lam, ex, w, a = (np.asarray(v, dtype=float) for v in (lam_pps, ex_us, w_us, alpha_))
+    lam = finite("packet rate lam_pps", lam_pps, gt=0)
+    ex = finite("ex_us", ex_us, gt=0)
+    w = finite("w_us", w_us, ge=0, allow_nan=True)
+    a = finite("alpha_", alpha_, gt=0)
+    for name, v in (("k_sockq_base_us", k_sockq_base_us), ("k_snd_us", k_snd_us), ("k_copy_us", k_copy_us)):
+        finite(name, v, ge=0)
     rho = lam * ex * 1e-6
     with np.errstate(divide="ignore", invalid="ignore"):
         ex2 = np.where(rho < 1, 2.0 * w * 1e-6 * (1.0 - rho) / lam * 1e12, np.nan)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sipperf.models._guard import finite
 from sipperf.models.mmck import mmck
 
 __all__ = ["MGcKResult", "effective_capacity", "mgck"]
@@ -60,9 +61,11 @@ class MGcKResult:
 
 def effective_capacity(c: ArrayLike, K: ArrayLike, scv: ArrayLike) -> _F:
     """K' = c + (K - c)·2/(1 + c_s²): the exponential-service capacity equivalent to K."""
-    c_, K_, s = (np.asarray(v, dtype=float) for v in (c, K, scv))
-    if np.any(~np.isfinite(s)) or np.any(s < 0):
-        raise ValueError("service-time SCV must be finite and >= 0")
+    c_ = finite("number of servers c", c, ge=1, integer=True)
+    K_ = finite("system capacity K", K)
+    s = finite("service-time SCV", scv, ge=0)
+    if np.any(K_ < c_):
+        raise ValueError("system capacity K must be >= c (K counts packets in service too)")
     return c_ + (K_ - c_) * 2.0 / (1.0 + s)
 
 
@@ -73,9 +76,10 @@ def mgck(lam: ArrayLike, mean_s: ArrayLike, scv: ArrayLike, c: ArrayLike, K: Arr
     c : servers (integer ≥ 1); K : system capacity including packets in service (≥ c).
     Vectorised (broadcast).  At scv = 1 the result equals :func:`~sipperf.models.mmck.mmck`.
     """
-    lam_, m_, s_, c_, K_ = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (lam, mean_s, scv, c, K)))
-    if np.any(~(m_ > 0)) or np.any(~np.isfinite(m_)):
-        raise ValueError("mean service time mean_s must be finite and > 0")
+    lam_, m_, s_, c_, K_ = np.broadcast_arrays(
+        finite("arrival rate lam", lam, ge=0), finite("mean service time mean_s", mean_s, gt=0),
+        finite("service-time SCV scv", scv, ge=0), finite("number of servers c", c, ge=1, integer=True),
+        finite("system capacity K", K))
     k_eff = effective_capacity(c_, K_, s_)
     r = mmck(lam_, 1.0 / m_, c_, k_eff)  # validates lam, c, K (K' >= c iff K >= c)
     scale = (1.0 + s_) / 2.0

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sipperf.models._guard import count, finite
+
 __all__ = ["SimResult", "simulate_mgck"]
 
 
@@ -32,8 +34,14 @@ class SimResult:
 def simulate_mgck(lam: float, mean_s: float, scv: float, c: int, K: int, *, n: int = 200_000,
                   warmup: int | None = None, batches: int = 20, seed: int = 0) -> SimResult:
     """Simulate ``n`` arrivals (after ``warmup``, default n/10) of M/G/c/K; gamma service."""
-    if c < 1 or K < c or lam <= 0 or mean_s <= 0 or scv <= 0 or n < batches:
-        raise ValueError("need c >= 1, K >= c, lam > 0, mean_s > 0, scv > 0, n >= batches")
+    lam, mean_s, scv = (float(finite(nm, v, gt=0)) for nm, v in (("arrival rate lam", lam),
+                                                                  ("mean service time mean_s", mean_s),
+                                                                  ("service-time SCV scv", scv)))
+    c, K, n, batches = count("servers c", c), count("capacity K", K), count("n", n), count("batches", batches, ge=2)
+    if warmup is not None:
+        warmup = count("warmup", warmup, ge=0)
+    if K < c or n < batches:
+        raise ValueError("need K >= c and n >= batches")
     rng = np.random.default_rng(seed)
     warm = n // 10 if warmup is None else warmup
     total = warm + n

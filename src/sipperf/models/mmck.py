@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sipperf.models._guard import finite
+
 __all__ = ["MMcKResult", "mmck", "erlang_b", "erlang_c", "mmc"]
 
 _F = NDArray[np.float64]
@@ -61,12 +63,9 @@ class MMcKResult:
 
 
 def _check(lam: _F, mu: _F, c: _F, K: _F) -> None:
-    if np.any(~np.isfinite(lam)) or np.any(lam < 0):
-        raise ValueError("arrival rate lam must be finite and >= 0")
-    if np.any(~np.isfinite(mu)) or np.any(mu <= 0):
-        raise ValueError("service rate mu must be finite and > 0")
-    if np.any(c < 1) or np.any(c != np.floor(c)):
-        raise ValueError("number of servers c must be an integer >= 1")
+    finite("arrival rate lam", lam, ge=0)
+    finite("service rate mu", mu, gt=0)
+    finite("number of servers c", c, ge=1, integer=True)
     if np.any(~np.isfinite(K)) or np.any(K < c):
         raise ValueError("system capacity K must be finite and >= c (K counts packets in service too)")
 
@@ -88,12 +87,8 @@ def _log_erlang_b(c: _F, a: _F) -> _F:
 
 def erlang_b(c: ArrayLike, a: ArrayLike) -> _F:
     """Erlang-B loss probability B(c, a) for c servers and offered load a = λ/μ (M/M/c/c)."""
-    c_ = np.asarray(c, dtype=float)
-    a_ = np.asarray(a, dtype=float)
-    if np.any(c_ < 1) or np.any(c_ != np.floor(c_)):
-        raise ValueError("c must be an integer >= 1")
-    if np.any(a_ < 0) or np.any(~np.isfinite(a_)):
-        raise ValueError("offered load a must be finite and >= 0")
+    c_ = finite("number of servers c", c, ge=1, integer=True)
+    a_ = finite("offered load a", a, ge=0)
     return np.exp(_log_erlang_b(c_, a_))
 
 
@@ -170,8 +165,8 @@ def mmck(lam: ArrayLike, mu: ArrayLike, c: ArrayLike, K: ArrayLike) -> MMcKResul
 
 def erlang_c(c: ArrayLike, a: ArrayLike) -> _F:
     """Erlang-C probability of waiting in M/M/c (a = λ/μ < c), via C = cB/(c - a(1 - B))."""
-    c_ = np.asarray(c, dtype=float)
-    a_ = np.asarray(a, dtype=float)
+    c_ = finite("number of servers c", c, ge=1, integer=True)
+    a_ = finite("offered load a", a, ge=0)
     if np.any(a_ >= c_):
         raise ValueError("Erlang C needs a = λ/μ < c (stable M/M/c)")
     b = erlang_b(c_, a_)

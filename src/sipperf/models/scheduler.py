@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from sipperf.models._guard import count, finite
+
 __all__ = [
     "CfsRecipe", "baseline_recipe", "enhanced_recipe", "min_granularity_ns", "eevdf_mapping",
     "THESIS_MIN_GRANULARITY_NS", "MIN_GRANULARITY_FLOOR_NS",
@@ -92,6 +94,10 @@ class CfsRecipe:
 
 
 def _check(ncpus: int, nprocessors: int, threads: int | None) -> None:
+    count("ncpus", ncpus)
+    count("nprocessors", nprocessors)
+    if threads is not None:
+        count("threads", threads)
     if ncpus < 1 or nprocessors < 1 or nprocessors > ncpus:
         raise ValueError("need ncpus >= 1 and 1 <= nprocessors <= ncpus")
     if threads is not None and threads < 1:
@@ -114,10 +120,11 @@ def baseline_recipe(ncpus: int = 1, nprocessors: int = 1, threads: int | None = 
 def min_granularity_ns(t_sip_s: float, step_ns: int = 50_000, floor_ns: int = MIN_GRANULARITY_FLOOR_NS) -> int:
     """sched_min_granularity_ns from the mean T_sip at overload onset (s): nearest ``step_ns``,
     at least ``floor_ns`` (§6.3.2 item 2, §7.4.2)."""
-    if not (t_sip_s > 0):
-        raise ValueError("t_sip_s must be > 0 (seconds)")
-    if step_ns <= 0:
-        raise ValueError("step_ns must be > 0")
+    t_sip_s = float(finite("t_sip_s (seconds)", t_sip_s, gt=0))
+    if t_sip_s > 1.0:
+        raise ValueError(f"t_sip_s = {t_sip_s:g} s is not a per-message SIP time (seconds, e.g. 130e-6)")
+    step_ns = count("step_ns", step_ns)
+    floor_ns = count("floor_ns", floor_ns, ge=0)
     v = int(step_ns * int(t_sip_s * 1e9 / step_ns + 0.5))  # round half up
     return max(floor_ns, v)
 

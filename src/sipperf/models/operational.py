@@ -1,0 +1,132 @@
+"""Operational laws on measured intervals: utilisation, Little's law, service demand, PASTA.
+
+These are the relations the book checks on the lab's timelines (ch. 2 and ch. 5).  They hold for
+any observation window in which the quantities are measured, with no assumption about
+distributions (Denning & Buzen's "operational" laws); queueing formulas such as
+Pollaczek–Khinchine add distributional assumptions on top.
+
+* Utilisation law: ``U = λ · E[X]``: busy fraction = throughput × mean service time.
+* Service-demand law, the same read backwards: ``E[X] = U / λ``, the mean service time from a
+  busy-time counter and a message counter, without timing any single message.
+* Little's law: ``L = λ · E[S]``: time-average number in a system = throughput × mean time in it.
+* PASTA (Poisson arrivals see time averages): a Poisson stream that does not anticipate the
+  system finds the server busy with probability U.  :func:`busy_at` tells, for any list of
+  instants, whether the server was busy; its mean over arrival instants is the fraction of
+  arrivals that find the server busy, over random (Poisson) instants it estimates U.
+
+Intervals are half-open ``[start, end)``, in any consistent time unit (the timelines use ns);
+overlapping intervals count once (their union) where a *busy* state is meant.  NaN or infinite
+inputs raise ``ValueError``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["merge_intervals", "busy_at", "busy_fraction", "time_average_count",
+           "interarrival_scv", "service_demand"]
+
+_F = NDArray[np.float64]
+
+
+def _arr(name: str, v: ArrayLike) -> _F:
+    a = np.asarray(v, dtype=float).ravel()
+    if np.any(~np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return a
+
+
+def _intervals(starts: ArrayLike, ends: ArrayLike) -> tuple[_F, _F]:
+    s, e = _arr("starts", starts), _arr("ends", ends)
+    if s.shape != e.shape:
+        raise ValueError("starts and ends must have the same length")
+    if np.any(e < s):
+        raise ValueError("every interval needs end >= start")
+    return s, e
+
+
+def merge_intervals(starts: ArrayLike, ends: ArrayLike) -> tuple[_F, _F]:
+    """The union of the intervals ``[starts[i], ends[i])`` as sorted, disjoint intervals."""
+    s, e = _intervals(starts, ends)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if s.size == 0:
+        return s, e
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)              # furthest end seen so far
+    new = np.concatenate(([True], s[1:] >= reach[:-1]))   # touching intervals stay apart
+    block = np.cumsum(new) - 1
+    m_s = s[new]
+    m_e = np.full(m_s.size, -np.inf)
+    np.maximum.at(m_e, block, e)
+    return m_s, m_e
+
+
+def busy_at(times: ArrayLike, starts: ArrayLike, ends: ArrayLike) -> NDArray[np.bool_]:
+    """For each instant t, whether the server was busy *just before* t: some ``start < t < end``.
+
+    Open at the start so that an arrival whose own service starts at its arrival instant does not
+    count as finding the server busy.
+    """
+    t = _arr("times", times)
+    m_s, m_e = merge_intervals(starts, ends)
+    if m_s.size == 0:
+        return np.zeros(t.shape, dtype=bool)
+    k = np.searchsorted(m_s, t, side="left") - 1         # last merged start strictly before t
+    return (k >= 0) & (t < m_e[np.clip(k, 0, None)])
+
+
+def busy_fraction(starts: ArrayLike, ends: ArrayLike, t0: float, t1: float) -> float:
+    """Fraction of the window ``[t0, t1)`` covered by the union of the intervals (the utilisation U)."""
+    t0, t1 = (float(v) for v in _arr("window", [t0, t1]))
+    if not t1 > t0:
+        raise ValueError("the window needs t1 > t0")
+    m_s, m_e = merge_intervals(starts, ends)
+    covered = np.clip(np.minimum(m_e, t1) - np.maximum(m_s, t0), 0.0, None).sum()
+    return float(covered / (t1 - t0))
+
+
+def time_average_count(t_in: ArrayLike, t_out: ArrayLike, t0: float, t1: float) -> float:
+    """Time-average number of items present in ``[t0, t1)``, item i being present in ``[t_in, t_out)``.
+
+    ``(1/(t1-t0)) ∫ N(t) dt`` with ``N(t) = #{i : t_in_i <= t < t_out_i}``: each item contributes
+    the part of its stay that lies in the window.  Overlapping stays all count (unlike
+    :func:`busy_fraction`).
+    """
+    a, b = _intervals(t_in, t_out)
+    t0, t1 = (float(v) for v in _arr("window", [t0, t1]))
+    if not t1 > t0:
+        raise ValueError("the window needs t1 > t0")
+    inside = np.clip(np.minimum(b, t1) - np.maximum(a, t0), 0.0, None)
+    return float(inside.sum() / (t1 - t0))
+
+
+def interarrival_scv(times: ArrayLike) -> float:
+    """Squared coefficient of variation c_a² = Var[A]/E[A]² of the gaps between sorted instants.
+
+    1 for a Poisson stream, 0 for evenly spaced arrivals.  Needs at least three instants.
+    """
+    t = np.sort(_arr("times", times))
+    if t.size < 3:
+        raise ValueError("need at least three instants for an inter-arrival SCV")
+    gaps = np.diff(t)
+    m = gaps.mean()
+    if m <= 0:
+        raise ValueError("all instants are equal: no inter-arrival time")
+    return float(gaps.var() / m ** 2)
+
+
+def service_demand(utilization: ArrayLike, throughput: ArrayLike) -> _F:
+    """Service-demand law: mean service time per completion ``E[X] = U / λ`` (λ the throughput).
+
+    ``utilization`` is a busy fraction (0..1 per server), ``throughput`` completions per time unit;
+    the result is in the reciprocal of the throughput's time unit (e.g. s for messages/s).
+    """
+    u, lam = np.asarray(utilization, dtype=float), np.asarray(throughput, dtype=float)
+    if np.any(~np.isfinite(u)) or np.any(~np.isfinite(lam)):
+        raise ValueError("utilization and throughput must be finite (no NaN or inf)")
+    if np.any(u < 0) or np.any(lam <= 0):
+        raise ValueError("need utilization >= 0 and throughput > 0")
+    u, lam = np.broadcast_arrays(u, lam)
+    return u / lam
