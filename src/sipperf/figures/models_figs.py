@@ -23,7 +23,8 @@ __all__ = [
     "TABLE_FOR_ARRIVALS", "table43_overall", "scaled_alpha_breakpoints", "scaled_alpha",
     "implied_t_sip", "median_scv", "mg1_w_curve", "mg1_w_curves", "measured_w_points",
     "ex1_reference_us", "drop_curves", "measured_drop_points", "comparison", "gain_curves",
-    "servers_needed", "servers_curves",
+    "servers_needed", "servers_curves", "pdr_from_counts", "COMPARISON_SOURCES", "comparison_from_counts",
+    "gain_curves_with_counts",
 ]
 
 _F = NDArray[np.float64]
@@ -156,11 +157,43 @@ def comparison(tid: str) -> pd.DataFrame:
     return out
 
 
+#: Measured tables (baseline, enhanced) behind each comparison table of thesis ch. 6–7
+COMPARISON_SOURCES = {"6.3": ("6.1", "6.2"), "6.6": ("6.4", "6.5"), "6.9": ("6.7", "6.8"),
+                      "7.3": ("7.1", "7.2"), "7.6": ("7.4", "7.5"), "7.9": ("7.7", "7.8")}
+
+
+def comparison_from_counts(tid: str) -> pd.DataFrame:
+    """The PDR comparison of table ``tid`` (6.3/6.6/6.9/7.3/7.6/7.9) recomputed from the drop and
+    message counts of its two measurement tables (:data:`COMPARISON_SOURCES`), at the same thread
+    count and call rate.  NaN where a measurement table does not print that load.
+
+    Columns: threads, cps, ``PDR baseline`` / ``PDR enhanced`` (from counts) and
+    ``PDR % lower, from counts`` = 100·(baseline − enhanced)/baseline (negative: enhanced worse).
+    """
+    base_t, enh_t = COMPARISON_SOURCES[tid]
+    c = thesis.wide(tid).sort_values("threads").reset_index(drop=True)
+    out = pd.DataFrame({"threads": c["threads"].astype(int), "cps": c["cps"].astype(int)})
+    for label, t in (("baseline", base_t), ("enhanced", enh_t)):
+        w = thesis.wide(t)
+        pdr = pd.Series(pdr_from_counts(w).to_numpy(), index=pd.MultiIndex.from_arrays(
+            [w["threads"].astype(int), w["cps"].astype(int)]))
+        out[f"PDR {label}"] = [float(pdr.get((th, cp), np.nan)) for th, cp in zip(out["threads"], out["cps"])]
+    out["PDR % lower, from counts"] = 100.0 * (out["PDR baseline"] - out["PDR enhanced"]) / out["PDR baseline"]
+    return out
+
+
 def gain_curves(tid: str) -> dict[str, _F]:
     """Recomputed % reductions (enhanced vs baseline) of one comparison table, by thread count."""
     c = comparison(tid)
     return {"PDR, % lower": c["PDR % lower, recomputed"].to_numpy(float),
             "K_rcv, % lower": c["K_rcv (µs) % lower, recomputed"].to_numpy(float)}
+
+
+def gain_curves_with_counts(tid: str) -> dict[str, _F]:
+    """:func:`gain_curves` plus the PDR reduction recomputed from the measurement tables' counts
+    (:func:`comparison_from_counts`; NaN where they do not print the load)."""
+    return {**gain_curves(tid),
+            "PDR, % lower, from counts": comparison_from_counts(tid)["PDR % lower, from counts"].to_numpy(float)}
 
 
 # --------------------------------------------------------------------------- ch. 8: capacity
@@ -187,9 +220,9 @@ def servers_needed(subscribers: ArrayLike, p: int, c: int, *, c11_cps: float = 1
 
 
 def servers_curves(subscribers: ArrayLike, c: int, **kw) -> dict[str, _F]:
-    """Slider curves for ch. 8: servers needed with c cores on one processor and on two."""
-    return {"one processor (T = c + 2)": servers_needed(subscribers, 1, c, **kw),
-            "two processors (T = c)": servers_needed(subscribers, 2, c, **kw)}
+    """Slider curves for ch. 8: servers needed with c cores (the book's m) on one processor and on two."""
+    return {"one processor (T = m + 2)": servers_needed(subscribers, 1, c, **kw),
+            "two processors (T = m)": servers_needed(subscribers, 2, c, **kw)}
 
 
 #: Enhanced-mode table of each core count (thesis ch. 6 for 1 core, ch. 7 for 2/4/6 cores)
@@ -200,13 +233,14 @@ PROCESSORS = {1: 1, 2: 1, 4: 1, 6: 2}
 
 def min_granularity_check() -> pd.DataFrame:
     """sched_min_granularity_ns the thesis used vs :func:`~sipperf.models.scheduler.enhanced_recipe`
-    fed with the mean T_sip at the last load with PDR ≤ 1 % of the enhanced-mode table."""
+    fed with the mean T_sip at the last load with PDR ≤ 1 % (from the counts, :func:`pdr_from_counts`)
+    of the enhanced-mode table."""
     from sipperf.models.scheduler import THESIS_MIN_GRANULARITY_NS, enhanced_recipe
 
     rows = []
     for (ncpus, threads), used in THESIS_MIN_GRANULARITY_NS.items():
         w = thesis.wide(ENHANCED_TABLE[ncpus])
-        w = w[(w["threads"] == threads) & (w["pdr"] <= 0.01)].sort_values("cps")
+        w = w[(w["threads"] == threads) & (pdr_from_counts(w) <= 0.01)].sort_values("cps")
         if w.empty:
             continue
         last = w.iloc[-1]
@@ -224,8 +258,17 @@ MEASURED_TABLES = {(1, "baseline"): "6.1", (1, "enhanced"): "6.2", (2, "baseline
                    (6, "baseline"): "7.7", (6, "enhanced"): "7.8"}
 
 
+def pdr_from_counts(w: pd.DataFrame) -> pd.Series:
+    """PDR of each row of a wide ch. 6/7 measurement table recomputed from its counts,
+    call-setup drops / call-setup messages (the definition the printed PDR follows).  The printed
+    PDR is rounded: Table 7.1 prints 0.0100 for 3364/335899 = 1.0015 %, the first load of that
+    configuration above 1 % (bold in the thesis)."""
+    return w["call_setup_drops"] / w["call_setup_messages"]
+
+
 def highest_stable_load(pdr_max: float = 0.01) -> pd.DataFrame:
-    """Highest printed call rate with PDR ≤ ``pdr_max``, by cores, threads and scheduler mode.
+    """Highest printed call rate whose PDR, recomputed from the counts (:func:`pdr_from_counts`),
+    is ≤ ``pdr_max``, by cores, threads and scheduler mode.
 
     Each table prints only the two loads around its 1 % crossing, so this is the last load
     below the crossing (a lower bound on the true threshold, at 200 calls/s resolution).
@@ -233,7 +276,7 @@ def highest_stable_load(pdr_max: float = 0.01) -> pd.DataFrame:
     rows = []
     for (cores, mode), tid in MEASURED_TABLES.items():
         w = thesis.wide(tid)
-        ok = w[w["pdr"] <= pdr_max].groupby("threads")["cps"].max()
+        ok = w[pdr_from_counts(w) <= pdr_max].groupby("threads")["cps"].max()
         for th, cps in ok.items():
             rows.append({"cores": cores, "threads": int(th), "mode": mode, "cps": int(cps)})
     out = pd.DataFrame(rows).pivot_table(index=["cores", "threads"], columns="mode", values="cps")
