@@ -4,15 +4,15 @@ Used in ch. 5 to explain why the thesis's Poisson (Table 4.4) and deterministic 
 arrivals give different waits at the same utilisation; the thesis itself applies the M/G/1
 formula (its eq. 4.2) to both.
 
-Notation (book glossary): λ arrival rate, A inter-arrival time (E[A] = 1/λ), X service time,
-ρ = λE[X] < 1, c_a² = Var[A]/E[A]² and c_s² = Var[X]/E[X]² the squared coefficients of variation.
+Notation (book glossary): λ arrival rate, τ inter-arrival time (E[τ] = 1/λ), X service time,
+ρ = λE[X] < 1, c_a² = Var[τ]/E[τ]² and c_s² = Var[X]/E[X]² the squared coefficients of variation.
 
 * **Lindley recursion** for the wait of the n-th arrival of a FCFS single-server queue,
-  ``W_1 = 0``, ``W_{n+1} = max(0, W_n + X_n - A_{n+1})``.  With ``D_n = X_n - A_{n+1}`` and
-  partial sums ``S_0 = 0``, ``S_n = D_1 + … + D_n`` its solution is
+  ``W_1 = 0``, ``W_{n+1} = max(0, W_n + X_n - τ_{n+1})``.  With ``Δ_n = X_n - τ_{n+1}`` and
+  partial sums ``S_0 = 0``, ``S_n = Δ_1 + … + Δ_n`` its solution is
   ``W_{n+1} = S_n - min_{0 ≤ k ≤ n} S_k`` (a running minimum: no Python loop).
 * **Kingman's bound** (Kingman 1962), from squaring the recursion in steady state,
-  ``W ≤ λ (σ_A² + σ_X²) / (2 (1 - ρ))`` with ``σ_A² = c_a²/λ²`` and ``σ_X² = c_s² E[X]²``.
+  ``W ≤ λ (σ_τ² + σ_X²) / (2 (1 - ρ))`` with ``σ_τ² = c_a²/λ²`` and ``σ_X² = c_s² E[X]²``.
 * **Kingman's approximation** ("VUT" form), exact for M/G/1 (c_a² = 1, the Pollaczek–Khinchine
   formula) and asymptotically exact as ρ → 1:
   ``W ≈ (c_a² + c_s²)/2 · ρ/(1 - ρ) · E[X]``.
@@ -54,7 +54,7 @@ def lindley_waits(interarrival_s: ArrayLike, service_s: ArrayLike) -> _F:
 
     ``interarrival_s[n]`` is the gap between arrival n-1 and arrival n (the first entry is not
     used: arrival 0 finds the queue empty), ``service_s[n]`` the service time of arrival n.
-    Returns ``W`` with ``W[0] = 0`` and ``W[n+1] = max(0, W[n] + X[n] - A[n+1])`` (Lindley),
+    Returns ``W`` with ``W[0] = 0`` and ``W[n+1] = max(0, W[n] + X[n] - τ[n+1])`` (Lindley),
     computed as partial sums minus their running minimum.
     """
     a = _finite("interarrival_s", interarrival_s).ravel()
@@ -84,9 +84,9 @@ def kingman_wait(lam_pps: ArrayLike, ex_s: ArrayLike, ca2: ArrayLike, cs2: Array
 
 
 def kingman_bound(lam_pps: ArrayLike, ex_s: ArrayLike, ca2: ArrayLike, cs2: ArrayLike) -> _F:
-    """Kingman's upper bound on the G/G/1 mean wait, ``λ(σ_A² + σ_X²) / (2(1-ρ))``.
+    """Kingman's upper bound on the G/G/1 mean wait, ``λ(σ_τ² + σ_X²) / (2(1-ρ))``.
 
-    ``σ_A² = c_a²/λ²`` and ``σ_X² = c_s² E[X]²``.  Needs λ > 0; +inf where ρ ≥ 1.
+    ``σ_τ² = c_a²/λ²`` and ``σ_X² = c_s² E[X]²``.  Needs λ > 0; +inf where ρ ≥ 1.
     """
     lam, ex, a2, s2 = _check(lam_pps, ex_s, ca2, cs2)
     if np.any(lam <= 0):

@@ -103,7 +103,7 @@ def time_average_count(t_in: ArrayLike, t_out: ArrayLike, t0: float, t1: float) 
 
 
 def interarrival_scv(times: ArrayLike) -> float:
-    """Squared coefficient of variation c_a² = Var[A]/E[A]² of the gaps between sorted instants.
+    """Squared coefficient of variation c_a² = Var[τ]/E[τ]² of the gaps τ between sorted instants.
 
     1 for a Poisson stream, 0 for evenly spaced arrivals.  Needs at least three instants.
     """
