@@ -1,73 +1,64 @@
-"""Benchmark of the SimPy kernel-path model: SimPy events/s and calls/s (medians of several runs).
+"""Benchmark of the two engines of the kernel-path model: the SimPy model of chapter 9
+(``sipperf.sim.model``) and its fast twin (``sipperf.sim.fast_twin``).  Medians of several runs.
 
-Goals (issue 6 item 5): >= 500k events/s, and 100k calls (600k messages) in <= 20 s.
-Run: ``.venv/bin/python bench/sim.py [--calls 100000] [--repeats 3] [--threads 8 --cores 2]``
-or a matrix ``--configs 1x1,2x1,8x2,16x4`` (threads x cores).
+Run: ``.venv/bin/python bench/sim.py [--calls 20000] [--repeats 3] [--configs 1x1,8x1,16x4]``
+(THREADSxCORES).  The same seeds give both engines the same inputs.
 
-"events" are the events the model puts on SimPy's queue (message arrivals, service ends, slice
-ticks, and the stale ends of preempted runs), the same count for the same seed and parameters
-whatever the engine's speed.  Every figure is given per wall second and per CPU second of this
-process: on a shared box the CPU-second figure is the steadier one; the load average is printed.
+"events" are each engine's own events, so they are not comparable between engines: the twin
+counts the entries of its heap (arrivals, service ends, slice ticks, stale ends of preempted
+runs); the SimPy model counts every event SimPy processes (timeouts, resource requests and
+releases, process starts and ends, interrupts), stepping the environment one event at a time.
+"messages/s" is the comparable figure.  Every rate is given per wall second and per CPU second of
+this process: on a shared box the CPU-second figure is the steadier one; the load average is
+printed at the start and on every line.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
-import time
 
 from sipperf.sim.params import make_params
-from sipperf.sim.run import run_core, simulate
+from sipperf.sim.run import run_core
 
 
-def bench_one(calls: int, rate: float, threads: int, cores: int, mode: str, repeats: int,
-              full: bool = True) -> dict[str, float]:
+def bench_one(engine: str, calls: int, rate: float, threads: int, cores: int, mode: str,
+              repeats: int) -> dict[str, float]:
     p = make_params(rate_cps=rate, calls=calls, threads=threads, cores=cores, sched_mode=mode)
-    ev_s, ev_cpu, loop, total, tot_cpu = [], [], [], [], []
+    ev_s, ev_cpu, msg_s, msg_cpu = [], [], [], []
     events = msgs = 0
     for r in range(repeats):
-        kp, loop_s = run_core(p, seed=r)
+        kp, loop_s = run_core(p, seed=r, engine=engine, count_events=True)
         events, msgs = kp.events, kp.wl.n_msgs
-        ev_s.append(kp.events / loop_s)
-        ev_cpu.append(kp.events / kp.cpu_s)
-        loop.append(loop_s)
-        if full:
-            t, c = time.perf_counter(), time.process_time()
-            simulate(p, seed=r)          # full run incl. drawing + timeline DataFrame + stats
-            total.append(time.perf_counter() - t)
-            tot_cpu.append(time.process_time() - c)
+        ev_s.append(events / loop_s)
+        ev_cpu.append(events / kp.cpu_s)
+        msg_s.append(msgs / loop_s)
+        msg_cpu.append(msgs / kp.cpu_s)
     med = statistics.median
-    out = {"threads": threads, "cores": cores, "events": events, "messages": msgs,
-           "ev_s": med(ev_s), "ev_cpu_s": med(ev_cpu), "loop_s": med(loop)}
-    if full:
-        out.update(total_s=med(total), total_cpu_s=med(tot_cpu), calls_s=calls / med(total),
-                   calls_cpu_s=calls / med(tot_cpu))
-    return out
+    return {"events": events, "messages": msgs, "ev_s": med(ev_s), "ev_cpu_s": med(ev_cpu),
+            "msg_s": med(msg_s), "msg_cpu_s": med(msg_cpu)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=100_000)
+    ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--rate", type=float, default=600.0)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--cores", type=int, default=1)
-    ap.add_argument("--configs", default="", help="comma list of THREADSxCORES, e.g. 1x1,8x2,16x4")
+    ap.add_argument("--configs", default="1x1,8x1,16x4", help="comma list of THREADSxCORES")
     ap.add_argument("--mode", default="baseline", help="scheduler preset (default, baseline, enhanced)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--loop-only", action="store_true", help="skip the full simulate() timing")
+    ap.add_argument("--engines", default="twin,simpy")
     a = ap.parse_args()
-    configs = ([tuple(int(x) for x in c.split("x")) for c in a.configs.split(",")] if a.configs
-               else [(a.threads, a.cores)])
+    configs = [tuple(int(x) for x in c.split("x")) for c in a.configs.split(",")]
     print(f"calls={a.calls} rate={a.rate:g} cps mode={a.mode} repeats={a.repeats} (medians); "
           f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    print(f"{'thr':>3} {'cores':>5} {'events':>9} {'ev/msg':>6} {'events/s':>10} {'ev/CPU-s':>10} "
-          f"{'loop s':>7} {'full s':>7} {'full CPU s':>10} {'calls/s':>8} {'calls/CPU-s':>11} {'load':>5}")
+    print(f"{'engine':>6} {'thr':>3} {'cores':>5} {'events':>9} {'ev/msg':>6} {'events/s':>10} "
+          f"{'ev/CPU-s':>10} {'msgs/s':>9} {'msgs/CPU-s':>10} {'load':>5}")
     for th, co in configs:
-        r = bench_one(a.calls, a.rate, th, co, a.mode, a.repeats, full=not a.loop_only)
-        full = (f"{r['total_s']:7.2f} {r['total_cpu_s']:10.2f} {r['calls_s']:8,.0f} {r['calls_cpu_s']:11,.0f}"
-                if "total_s" in r else f"{'-':>7} {'-':>10} {'-':>8} {'-':>11}")
-        print(f"{th:3d} {co:5d} {r['events']:9d} {r['events'] / r['messages']:6.2f} {r['ev_s']:10,.0f} "
-              f"{r['ev_cpu_s']:10,.0f} {r['loop_s']:7.2f} {full} {os.getloadavg()[0]:5.2f}", flush=True)
+        for engine in a.engines.split(","):
+            r = bench_one(engine, a.calls, a.rate, th, co, a.mode, a.repeats)
+            print(f"{engine:>6} {th:3d} {co:5d} {r['events']:9d} {r['events'] / r['messages']:6.2f} "
+                  f"{r['ev_s']:10,.0f} {r['ev_cpu_s']:10,.0f} {r['msg_s']:9,.0f} {r['msg_cpu_s']:10,.0f} "
+                  f"{os.getloadavg()[0]:5.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """KernelParams.overhead_scope: the thread overhead theta * (m - 1) per message, with m the threads
-on the message's core ("core") or on its processor ("socket"), worked out by hand below."""
+on the message's core ("core") or on its processor ("socket"), worked out by hand below, on both
+engines (the SimPy model and its fast twin)."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from sipperf.sim.kernel_path import KernelPath
+from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import SchedParams
+from sipperf.sim.run import _arrays, run_workload
 from sipperf.sim.validate import queue_only
 from sipperf.sim.workload import Workload
 
@@ -17,7 +19,7 @@ FREE = SchedParams(migration_cost_us=0.0, cs_us=0.0, cache_us_per_thread=0.0, mi
                    migrate_cross_us=0.0)
 
 
-def _run(scope: str) -> KernelPath:
+def _run(scope: str, engine: str = "twin"):
     # 4 threads on 3 cores, 2 cores per processor: cores 0, 1 on socket 0, core 2 on socket 1.
     # Threads go round-robin: T0 -> c0, T1 -> c1, T2 -> c2, T3 -> c0 (socket counts 3 and 1).
     t0 = [0.0, 1000.0, 2000.0, 3000.0, 3001.0, 3002.0, 5000.0, 6000.0]
@@ -27,9 +29,7 @@ def _run(scope: str) -> KernelPath:
                                               thread_overhead_us=THETA, overhead_scope=scope))
     z = np.zeros(0)
     wl = Workload(n, n, np.asarray(t0, float), np.zeros(n, np.int64), np.ones(n), z, z, z, z)
-    kp = KernelPath(p, wl)
-    kp.run()
-    return kp
+    return run_workload(p, wl, engine)[0]
 
 
 # Walk-through (100 us of work per packet; waiters are woken in FIFO order):
@@ -48,17 +48,22 @@ SOCKET = [2 * THETA, 2 * THETA, 0.0, 2 * THETA, 2 * THETA, THETA, THETA, THETA]
 CORE = [THETA, 0.0, 0.0, THETA, THETA, THETA, THETA, 0.0]
 
 
+@pytest.mark.parametrize("engine", ["twin", "simpy"])
 @pytest.mark.parametrize("scope, expected", [("socket", SOCKET), ("core", CORE)])
-def test_overhead_scope_by_hand(scope, expected):
-    kp = _run(scope)
+def test_overhead_scope_by_hand(scope, expected, engine):
+    kp = _run(scope, engine)
     assert kp.migrations == 2
-    assert kp.extra == expected
+    assert _arrays(kp)["extra"].tolist() == expected
     # no queueing, no costs: each packet leaves 100 us + its overhead after it arrives
     t0 = kp.wl.t0_us
-    np.testing.assert_allclose(kp.t_dep, t0 + 100.0 + np.array(expected), rtol=0, atol=1e-9)
-    assert [c.nthreads for c in kp.cores] == [1, 1, 2]
-    if scope == "socket":   # the per-processor counts are kept only where they are used
-        assert kp.sock_n == [2, 2]
+    np.testing.assert_allclose(_arrays(kp)["t_dep"], t0 + 100.0 + np.array(expected), rtol=0, atol=1e-9)
+    if engine == "twin":
+        assert [c.nthreads for c in kp.cores] == [1, 1, 2]
+        if scope == "socket":   # the per-processor counts are kept only where they are used
+            assert kp.sock_n == [2, 2]
+    else:
+        assert [c.threads for c in kp.cores] == [1, 1, 2]
+        assert kp.per_socket == [2, 2]
 
 
 def test_overhead_scope_rejects_unknown():
@@ -66,4 +71,4 @@ def test_overhead_scope_rejects_unknown():
     p = replace(p, kernel=replace(p.kernel, overhead_scope="cache"))
     z = np.zeros(0)
     with pytest.raises(ValueError, match="overhead_scope"):
-        KernelPath(p, Workload(1, 1, np.zeros(1), np.zeros(1, np.int64), np.ones(1), z, z, z, z))
+        FastTwin(p, Workload(1, 1, np.zeros(1), np.zeros(1, np.int64), np.ones(1), z, z, z, z))

@@ -20,8 +20,8 @@ Model choices per table (no per-row tuning): every row uses the reaction times `
 the default ("desktop") scheduler rows of Tables 5.2-5.6 get the thread overhead of the thesis's
 own eq. 5.5/5.6 (``beta_thread_overhead_us``: beta was regressed by the thesis on those
 experiments, so these rows check the simulator against the thesis's regression rather than
-predict independently); the server-mode rows keep the hand-fitted ``thread_overhead_us`` (Table
-6.2).  The multi-core rows (Tables 7.x) charge that overhead per other thread on the same
+predict independently); the server-mode rows use ``thread_overhead_us`` fitted on Table 6.2
+(``--fit-thread-overhead``; Table 6.1 is out of sample for it).  The multi-core rows (Tables 7.x) charge that overhead per other thread on the same
 *processor* (``MULTICORE_KERNEL``: ``overhead_scope="socket"``; on one core this is the same as per
 thread on the core) with ``contention = CONTENTION_SOCKET``, fitted by ``--fit-contention`` on the
 best knee of each of Tables 7.2/7.5/7.8 (the rows of the former hand fit; ``fit_role`` marks
@@ -102,8 +102,8 @@ FACTORS = (0.6, 0.75, 0.85, 0.95, 1.05, 1.15, 1.3, 1.5)
 #: thread on the same *processor*.  FITTED by :func:`fit_contention` (grid ``CONTENTION_GRID``,
 #: lowest RMS ln(sim/measured) knee) on the same rows as the former hand fit: the best knee of
 #: each enhanced-mode table 7.2/7.5/7.8 (``BEST_KNEES``).  Not from the thesis.
-#: Result (2026-11-21, 8000 calls, datasets/precomputed/sim_calibration.contention_fit.csv): 0.20
-#: (RMS 0.11; the core-scope hand fit was 0.28).
+#: Result (2026-11-23, 8000 calls, with the thread overhead fitted on Table 6.2, 4.0 us;
+#: datasets/precomputed/sim_calibration.contention_fit.csv): 0.20 (RMS 0.12).
 CONTENTION_SOCKET: float = 0.20
 CONTENTION_GRID: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(15))   # 0 .. 0.28
 
@@ -169,31 +169,67 @@ def fit_role(table: str, threads: int, best: bool = False) -> str:
         return "fitted (reaction times)"
     if table == "4.5":
         return "out of sample"
+    if table == "5.1":
+        return "service time from this table"
     if table.startswith("5.") and threads > 1:
         return "thesis regression (eq. 5.6)"
-    if table == "6.2":
-        return "hand fit (thread overhead)"
+    if table in THETA_ROWS:
+        return "fitted (thread overhead)"
     if best:
         return "fitted (contention, best knee)"
     return "prediction"
 
 
 def knee_points(j: int, calls: int, seed: int, react: dict, desktop_beta: bool = True,
-                kernel: dict | None = None) -> list[dict]:
-    """The simulation points that locate the simulated knee of ``KNEES[j]``."""
+                kernel: dict | None = None, theta_us: float | None = None) -> list[dict]:
+    """The simulation points that locate the simulated knee of ``KNEES[j]``.
+
+    ``kernel`` overrides :data:`MULTICORE_KERNEL` on the multi-core rows; ``theta_us`` overrides
+    the server-mode thread overhead (``KernelParams.thread_overhead_us``) on the rows that use it."""
     tab, n, c, mode, lo, plo, hi, phi = KNEES[j]
     k = measured_knee(lo, plo, hi, phi)
     pts = []
     for f in FACTORS:
         r = round(k * f)
-        ko = ({"thread_overhead_us": beta_thread_overhead_us(r, c)}
-              if desktop_beta and mode == "default" and c > 1 else None)
+        desktop = desktop_beta and mode == "default" and c > 1
+        ko = {"thread_overhead_us": beta_thread_overhead_us(r, c)} if desktop else None
+        if theta_us is not None and not desktop:
+            ko = {"thread_overhead_us": float(theta_us)}
         if n > 1:
             ko = {**(ko or {}), **(MULTICORE_KERNEL if kernel is None else kernel)}
         pts.append({"rate_cps": r, "calls": calls, "threads": c, "cores": n, "machine": "ch5",
                     "sched_mode": mode, "arrivals": "poisson", "seed": seed + j, "_knee": j,
                     "workload_over": react, "kernel_over": ko})
     return pts
+
+
+#: rows the server-mode thread overhead is fitted on: Table 6.2 (one core, enhanced scheduler)
+THETA_ROWS: tuple[str, ...] = ("6.2",)
+THETA_GRID: tuple[float, ...] = tuple(round(2.0 + 0.4 * i, 1) for i in range(9))   # 2.0 .. 5.2 us
+
+
+def fit_thread_overhead(calls: int = 8000, grid: tuple[float, ...] = THETA_GRID, seed: int = 7,
+                        workers: int = 0) -> pd.DataFrame:
+    """Simulated knee of every row of :data:`THETA_ROWS` for every thread overhead (µs per other
+    thread) in ``grid``; ``score`` = RMS ln(sim/measured) over those rows.  The best value is
+    ``KernelParams.thread_overhead_us``; Table 6.1 (same machine and core, baseline scheduler) and
+    the multi-core tables are out of sample for it."""
+    react = dict(REACT_FIT)
+    rows = []
+    for theta in grid:
+        for j, kn in enumerate(KNEES):
+            if kn[0] not in THETA_ROWS:
+                continue
+            pts = knee_points(j, calls, seed, react, theta_us=theta)
+            res = run_points([{k: v for k, v in p.items() if k != "_knee"} for p in pts], workers)
+            sk, bound = crossing(res["rate_cps"].to_numpy(), res["drop_rate"].to_numpy())
+            tab, n, c = kn[:3]
+            rows.append({"thread_overhead_us": theta, "table": tab, "cores": n, "threads": c,
+                         "sched_mode": kn[3], "measured": measured_knee(*kn[4:]), "sim": sk, "bound": bound})
+    df = pd.DataFrame(rows)
+    sq = np.log(df["sim"] / df["measured"]) ** 2
+    df["score"] = sq.groupby(df["thread_overhead_us"]).transform(lambda v: float(np.sqrt(v.mean())))
+    return df
 
 
 def fit_contention(calls: int = 8000, grid: tuple[float, ...] = CONTENTION_GRID, seed: int = 7,
@@ -305,13 +341,13 @@ sample: {_count(w45)}); socket-queue times K_sockq {_count(ks)}; knees {_count(k
 {_count(k7_fit)}, the other rows, predictions, {_count(k7_pred)}).  Reaction times (fitted on Table 4.4 by
 `python -m sipperf.sim.fit_waits`): {react}.
 
-What changed in this version: the multi-core rows charge the thread overhead per other thread
-on the same processor (overhead_scope="socket"; the cores of one E5540 share its cache, thesis
-Fig. 7.1) instead of per other thread on the same core, and `contention` was re-fitted for it on
-the same three rows as before (`python -m sipperf.sim.calibrate --fit-contention`,
-sim_calibration.contention_fit.csv); only the best knee of each of Tables 7.2/7.5/7.8 is now
-marked as fitted, the other rows of those tables are predictions.  Rows with one core are
-unchanged (there the two scopes coincide).
+What changed in this version (2026-11-23): the thread overhead of the server-mode rows is now
+fitted by a grid search on the five knees of Table 6.2 (`--fit-thread-overhead`,
+sim_calibration.theta_fit.csv; it was set by hand before), `contention` re-fitted with it on the
+best knee of each of Tables 7.2/7.5/7.8 (`--fit-contention`); and the engine (now the fast twin of
+the SimPy model, src/sipperf/sim/fast_twin.py) lets the thread of least virtual runtime run after a
+wake-up preemption and dequeues a woken thread's packet once it has switched in, as the SimPy model
+of chapter 9 does.  One-thread rows are unchanged by the engine change.
 
 Known gaps and why:
 - What is compared: the thesis's "W (measured)" is not measured directly but is the measured overall
@@ -327,19 +363,19 @@ Known gaps and why:
   {grid_45_text()}  At 600-900 calls/s the model waits far less than
   measured: the thesis attributes the excess to new INVITEs meeting the teardown of earlier calls
   under the fixed 250 ms holding time; whether they meet depends on how SIPp timed its BYEs (it
-  schedules in whole milliseconds), which only the kernel-path event code could add.  At 100-200
+  schedules in whole milliseconds), which the model does not contain.  At 100-200
   calls/s the spread-free fitted reaction times make the model wait too long: with fixed call
   spacing and fixed holding time a BYE meets a later call's ACK every time (a resonance a real
   UA's jitter breaks up); and 0.31 us at 100 calls/s is below what the alpha-based W resolves.
 - Tables 5.2-5.6 use the thesis's own regression eq. 5.6 for the desktop scheduler's thread
   overhead (so they are in sample for that regression): gaps {gl(k5)}.
-- Tables 6.1/6.2: the two hand-fitted constants; gaps {gl(k6)}.
+- Tables 6.1/6.2: the thread overhead is fitted on Table 6.2 (gaps {gl(k6[t[k6.index] == "6.2"])}); Table 6.1,
+  the same machine with the baseline scheduler, is out of sample for it: gaps {gl(k6[t[k6.index] == "6.1"])}.
 - Multi-core (Tables 7.x): the thread overhead is charged per other thread on the same processor
   (cores 0-3 on the first E5540, 4-5 on the second), contention = {CONTENTION_SOCKET:g}, fitted on the
   best knee of Tables 7.2/7.5/7.8 (gaps {gl(k7[k7['fit_role'].str.startswith('fitted')])}; one
   constant cannot fit all three: with it 2 cores come out low and 6 cores high).  16 threads on
-  2/4 cores: {gl(k7_16[k7_16['cores'] < 6])} (the previous calibration, 2026-11-21 21:54 UTC, charged it per thread on the
-  core with contention 0.28: +9 to +33 % there, and 14 of 28 Tables 7.x knees within 10 %); on 6 cores: {gl(k7_16[k7_16['cores'] == 6])}: spreading the threads over
+  2/4 cores: {gl(k7_16[k7_16['cores'] < 6])}; on 6 cores: {gl(k7_16[k7_16['cores'] == 6])}: spreading the threads over
   two processors still removes most of the overhead, while the thesis measured a steep loss.
   6 cores with 6-8 threads: {gl(k7[(k7['cores'] == 6) & k7['threads'].isin([6, 8])])}.
 - 2-core baseline, 2 threads: {gl(k7_22[k7_22['sched_mode'] == 'baseline'])}: the thesis's 5 ms
@@ -356,7 +392,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(OUT_DIR / "sim_calibration.csv"))
     ap.add_argument("--fit-contention", action="store_true",
                     help="only re-run the contention grid (writes sim_calibration.contention_fit.csv)")
+    ap.add_argument("--fit-thread-overhead", action="store_true",
+                    help="only re-run the thread-overhead grid (writes sim_calibration.theta_fit.csv)")
     a = ap.parse_args(argv)
+    if a.fit_thread_overhead:
+        fit = fit_thread_overhead(a.calls, workers=a.workers)
+        out = OUT_DIR / "sim_calibration.theta_fit.csv"
+        sc = fit.groupby("thread_overhead_us")["score"].first()
+        write_with_provenance(
+            fit, out,
+            "Fit of the server-mode thread overhead `KernelParams.thread_overhead_us` (µs of T_sip per "
+            "message and per other thread sharing the cache): simulated 1%-drop knee of every row of "
+            f"Table(s) {', '.join(THETA_ROWS)} (one core, enhanced scheduler) for every value of "
+            "`THETA_GRID`; `score` = RMS ln(sim/measured) over those rows.  Same seeds and rate grid as "
+            f"sim_calibration.csv.  Best: {float(sc.idxmin()):.1f} us (score {float(sc.min()):.3f}); it is "
+            "the default of `KernelParams.thread_overhead_us` in src/sipperf/sim/params.py.  Table 6.1 "
+            "(baseline scheduler, same machine) and Tables 7.x are out of sample for it.",
+            f"python -m sipperf.sim.calibrate --fit-thread-overhead --calls {a.calls}")
+        print(fit.to_string(index=False))
+        return 0
     if a.fit_contention:
         fit = fit_contention(a.calls, workers=a.workers)
         out = OUT_DIR / "sim_calibration.contention_fit.csv"

@@ -1,30 +1,33 @@
-"""The instrumented kernel path as a SimPy model (thesis Fig. 3.3, §3.3, eq. 3.1-3.3, 4.1).
+"""The fast twin of the kernel-path model: the same rules, a hand-written event loop.
 
-NIC -> K_stack (pure delay, §4.3: "queuing at the ring buffer negligible") -> finite socket
-receive queue (packets, or bytes like SO_RCVBUF; a full queue drops and counts RcvErrors,
-§6.2) -> c worker threads on n cores, scheduled by :mod:`sipperf.sim.scheduler` -> per
-message ``X = alpha(lambda) K^{s,base}_sockq + K_copy + T^1_sip + T^2_sip + K_snd`` (eq. 4.1,
-4.4), with T_sip growing with the number of live calls (§4.2.2).
+:mod:`sipperf.sim.model` is the model the book teaches, in SimPy processes.  Parameter sweeps
+and calibration fits need millions of messages, so this module runs the *same* model as a plain
+discrete-event loop: a heap of ``(time, seq, handler, value, gen)`` tuples, no processes, no
+resources.  It is checked against the SimPy model statistically on a grid of cases
+(:mod:`sipperf.sim.twin_check`, ``datasets/precomputed/sim_twin_check.csv``) and event by event
+on hand-worked schedules (``tests/test_sim_engine.py``, run on both engines).
 
-Speed: there are no per-packet processes and no SimPy resources.  Every event is a slotted,
-pre-triggered event (:class:`_Ev`) with one plain callback, pushed on the SimPy environment's
-queue with the key a :class:`simpy.events.Timeout` would get and dispatched by
-``Environment.run``; a message costs two events (arrival at t_stack, service end), plus the
-scheduler's slice ticks and the stale end events of preempted runs.  Randomness is pre-drawn in
-numpy arrays, instants go to preallocated lists, and the scheduler's decisions
-(:mod:`sipperf.sim.scheduler`) are inlined in the hot path with precomputed tables (same
-floating-point operations, so seeded runs are identical to the function-by-function version).
-A preempted message keeps the (start, work-done) of each run segment so its instants can be
-placed on the wall clock afterwards.
+The rules, as in the SimPy model: NIC -> K_stack (pure delay) -> finite socket receive queue
+(packets, or bytes like SO_RCVBUF; a full queue drops, thesis §6.2) -> c worker threads on m
+cores under a CFS-like scheduler (:mod:`sipperf.sim.scheduler`: slices, wake-up preemption with
+the least-vruntime thread running next, migration, idle pulls, switch costs) -> per message
+``X = alpha(lambda) K^{s,base}_sockq + K_copy + T^1_sip + T^2_sip + K_snd`` (eq. 4.1, 4.4),
+with T_sip growing with the number of live calls (§4.2.2).  A woken thread dequeues its packet
+once it has switched in.
+
+Speed: a message costs two events (arrival at t_stack, service end) plus the scheduler's slice
+ticks and the stale ends of preempted runs; randomness is pre-drawn in numpy arrays, instants go
+to preallocated lists, and the scheduler's decisions are inlined with precomputed tables.  A
+preempted message keeps the (start, work-done) of each run segment so its instants can be placed
+on the wall clock afterwards (:func:`sipperf.sim.run._place_instants`).
 """
 from __future__ import annotations
 
 import gc
 from bisect import insort
 from collections import deque
-from heapq import heappush
-
-import simpy
+from heapq import heappop, heappush
+from itertools import count
 
 from sipperf.sim import scheduler as S
 from sipperf.sim.params import SimParams, alpha
@@ -35,39 +38,13 @@ NAN = float("nan")
 NOT_SENT, SERVED, DROPPED, IN_FLIGHT = 0, 1, 2, 3
 
 
-class _Ev:
-    """A pre-triggered SimPy event: exactly what :meth:`simpy.Environment.step` reads.
-
-    ``Environment.step`` pops ``(time, priority, eid, event)`` from ``env._queue``, swaps out
-    ``event.callbacks``, calls each callback with the event and checks ``event._ok``.  A
-    :class:`simpy.events.Timeout` carries the same fields plus a ``__dict__``, ``env`` and
-    ``_delay`` and costs a Python ``__init__`` and a ``schedule`` call; this slotted event is
-    pushed with the same key ``(now + delay, NORMAL, next(eid))``, so SimPy processes the events
-    in exactly the order it would process the equivalent Timeouts.  ``callbacks`` is a shared
-    one-element tuple (SimPy only iterates it); ``gen`` is the core generation an end/tick
-    event belongs to.  ``step`` sets ``callbacks`` to None before calling the callback and
-    reads only ``_ok`` afterwards, so a callback may re-arm its own event object (new
-    ``callbacks``, pushed again with a new key) instead of allocating another one.
-    """
-
-    __slots__ = ("callbacks", "_value", "gen")
-    _ok = True
-
-    def __repr__(self) -> str:
-        return f"<_Ev value={self._value!r} gen={getattr(self, 'gen', None)!r}>"
-
-
-#: simpy.events.NORMAL (the priority of a Timeout)
-_NORMAL = int(simpy.events.NORMAL)
-
-
-class KernelPath:
+class FastTwin:
     """One simulation run; call :meth:`run`, then read the arrays."""
 
     def __init__(self, p: SimParams, wl: Workload):
         self.p = p
         self.wl = wl
-        self.env = simpy.Environment()
+        self.now = 0.0
         s, k, sp = p.service, p.kernel, p.sched
         self.sp = sp
         a = float(s.alpha_fixed) if s.alpha_fixed is not None else float(
@@ -166,18 +143,14 @@ class KernelPath:
 
         The event handlers are closures over local variables (cell loads are cheaper than
         ``self.`` attribute loads on this hot path); counters are written back to ``self`` at the
-        end.  Every push is ``heappush(queue, (now + (t - now), NORMAL, next(eid), ev))``:
-        exactly the key ``Timeout(env, t - now)`` gets from ``env.schedule`` (the
-        ``now + (t - now)`` rounding included), so SimPy processes the events in the order --
-        ties broken by creation order -- it would process the equivalent Timeouts.
+        end.  Every push is ``heappush(queue, (now + (t - now), 0, next(eid), handler, value, gen))``:
+        events run in time order, ties in the order they were scheduled (as SimPy's would).
+        ``gen`` is the core generation an end/tick event belongs to (a stale event is ignored).
         """
-        env = self.env
-        queue = env._queue
-        eid = env._eid
-        eid0 = next(eid)
+        queue: list = []
+        eid = count()
+        now_ = 0.0                      # the clock, advanced by the loop below
         push = heappush
-        Ev = _Ev
-        NORMAL = _NORMAL
         sp = self.sp
         migrate = S.migrate
         pull_candidate = S.pull_candidate
@@ -205,36 +178,25 @@ class KernelPath:
         def send(m: int, t_arr: float) -> None:
             """Message ``m`` reaches the device layer at ``t_arr``; it is enqueued after K_stack."""
             outcome[m] = IN_FLIGHT
-            now = env._now
+            now = now_
             t = t_arr + kstack[mtype[m]]
-            if t < now:  # what Timeout() would refuse (a negative delay from the inputs)
+            if t < now:  # a negative delay from the inputs
                 raise ValueError(f"message {m} would arrive in the past ({t} < {now} us)")
-            ev = Ev()
-            ev.callbacks = cb_arrive
-            ev._value = m
-            push(queue, (now + (t - now), NORMAL, next(eid), ev))
+            push(queue, (now + (t - now), 0, next(eid), arrive, m, 0))
 
         # ------------------------------------------------------------ arrivals / socket queue
-        def arrive(ev: _Ev) -> None:
-            """Message ``ev._value`` leaves K_stack: next INVITE, socket queue (or drop), wake-up."""
+        def arrive(m: int, _gen: int) -> None:
+            """Message ``m`` leaves K_stack: next INVITE, socket queue (or drop), wake-up."""
             nonlocal n_live, q_bytes, max_q, preemptions, migrations
-            m = ev._value
-            now = env._now
+            now = now_
             t_stack[m] = now
             k = mtype[m]
             if sip:
                 if k == 0:
                     n_live += 1
                     c = m // 6 + 1
-                    if c < n_calls:         # the next call's INVITE: send(6 * c, t0[c]),
-                        nxt = 6 * c         # re-arming this processed event object
-                        outcome[nxt] = IN_FLIGHT
-                        t = t0[c] + kstack[mtype[nxt]]
-                        if t < now:
-                            raise ValueError(f"message {nxt} would arrive in the past ({t} < {now} us)")
-                        ev.callbacks = cb_arrive
-                        ev._value = nxt
-                        push(queue, (now + (t - now), NORMAL, next(eid), ev))
+                    if c < n_calls:         # the next call's INVITE
+                        send(6 * c, t0[c])
             elif m + 1 < n_msgs:
                 send(m + 1, t0[m + 1])
             if len(q) >= cap_pkts or (byte_cap and q_bytes + skb[k] > cap_bytes):
@@ -279,9 +241,10 @@ class KernelPath:
             if curr is None:
                 run_on(core, thr, now)
             elif curr.vruntime + (now - core.run_start) - thr.vruntime > wake_gran:
-                deschedule(core, now)         # wake-up preemption (S.should_preempt_on_wakeup)
-                preemptions += 1
-                run_on(core, thr, now)
+                deschedule(core, now)         # wake-up preemption (S.should_preempt_on_wakeup):
+                preemptions += 1              # the thread of least vruntime runs next
+                insort(core.rq, thr, key=by_vruntime)
+                pick(core, now)
             else:
                 insort(core.rq, thr, key=by_vruntime)
                 if core.tick_gen != core.gen:
@@ -297,14 +260,13 @@ class KernelPath:
                 t = now
             gen = core.gen
             core.tick_gen = gen
-            ev = Ev()
-            ev.callbacks = cb_tick
-            ev._value = core
-            ev.gen = gen
-            push(queue, (now + (t - now), NORMAL, next(eid), ev))
+            push(queue, (now + (t - now), 1, next(eid), tick, core, gen))
 
         def run_on(core: S.Core, thr: S.Thread, now: float) -> None:
-            """Switch ``core`` to ``thr``; it takes a packet (or resumes one) and its end is scheduled."""
+            """Switch ``core`` to ``thr``; it takes a packet (or resumes one) and its end is scheduled.
+
+            A thread without a packet that must first pay a switch gets an end event at the end of
+            the switch, where :func:`end` dequeues (recvfrom() runs once the thread is on the CPU)."""
             nonlocal switches, q_bytes
             last = core.last
             pen = thr.penalty_us
@@ -323,15 +285,16 @@ class KernelPath:
             core.last = thr
             rq = core.rq
             vr = thr.vruntime
-            if vr > core.min_vr:                      # min_vruntime moves forward
-                if rq:
+            if vr > core.min_vr:                      # min_vruntime only moves forward:
+                if rq:                                # max(min_vr, min(curr, leftmost))
                     o = rq[0].vruntime                # the run queue is sorted by vruntime
                     if o < vr:
                         vr = o
-                core.min_vr = vr
+                if vr > core.min_vr:
+                    core.min_vr = vr
             m = thr.pkt
             if m < 0:
-                if q:
+                if q and eff == now:
                     m = q.popleft()
                     k = mtype[m]
                     if byte_cap:
@@ -358,7 +321,7 @@ class KernelPath:
                     thr.done = 0.0
                     t_start[m] = eff
                     t = eff + rem
-                else:  # woken for nothing (another thread took the packet): pay the switch, re-block
+                else:  # switch first (end() then dequeues), or woken for nothing: re-block
                     t = eff
             else:
                 seg = segs.get(m)
@@ -367,11 +330,7 @@ class KernelPath:
                 else:
                     seg.append((eff, thr.done))
                 t = eff + thr.remaining
-            ev = Ev()
-            ev.callbacks = cb_end
-            ev._value = core
-            ev.gen = gen
-            push(queue, (now + (t - now), NORMAL, next(eid), ev))
+            push(queue, (now + (t - now), 0, next(eid), end, core, gen))
             if rq:
                 arm_tick(core, now)
 
@@ -393,13 +352,12 @@ class KernelPath:
             core.gen += 1
             insort(core.rq, thr, key=by_vruntime)
 
-        def tick(ev: _Ev) -> None:
+        def tick(core: S.Core, gen: int) -> None:
             """Slice end: preempt the running thread if another one is waiting."""
             nonlocal preemptions
-            core = ev._value
-            if core.gen != ev.gen or not core.rq:
+            if core.gen != gen or not core.rq:
                 return
-            now = env._now
+            now = now_
             deschedule(core, now)
             preemptions += 1
             pick(core, now)
@@ -433,14 +391,12 @@ class KernelPath:
             core.curr = None
             core.gen += 1
 
-        def end(ev: _Ev) -> None:
-            """The running thread finished its message (or its spurious wake-up)."""
+        def end(core: S.Core, gen: int) -> None:
+            """The running thread finished its message (or its switch-in, or a spurious wake-up)."""
             nonlocal n_live, q_bytes, preemptions
-            core = ev._value
-            gen = ev.gen
             if core.gen != gen:
                 return
-            now = env._now
+            now = now_
             thr = core.curr
             m = thr.pkt
             if m >= 0:
@@ -493,8 +449,7 @@ class KernelPath:
                 t_start[m] = now
                 core.eff = now
                 t = now + rem
-                ev.callbacks = cb_end   # re-arm this processed event (same core, same gen)
-                push(queue, (now + (t - now), NORMAL, next(eid), ev))
+                push(queue, (now + (t - now), 0, next(eid), end, core, gen))
                 return
             thr.vruntime += now - core.run_start
             thr.last_ran = now
@@ -518,7 +473,6 @@ class KernelPath:
                         return
             pick(core, now)
 
-        cb_arrive, cb_end, cb_tick = (arrive,), (end,), (tick,)
         if n_msgs:
             send(0, t0[0])
         # The loop makes no reference cycles (events, tuples and run segments are freed or kept
@@ -526,11 +480,17 @@ class KernelPath:
         # ~15 % of the loop under overload.  It is paused for the loop and restored after.
         gc_was_enabled = gc.isenabled()
         gc.disable()
+        pop = heappop
+        events = 0
         try:
-            env.run()
+            while queue:
+                now_, _, _, handler, value, gen = pop(queue)
+                handler(value, gen)
+                events += 1
         finally:
             if gc_was_enabled:
                 gc.enable()
-        self.events = next(eid) - eid0 - 1
+        self.now = now_
+        self.events = events
         self.n_live, self.q_bytes, self.max_q = n_live, q_bytes, max_q
         self.preemptions, self.switches, self.migrations = preemptions, switches, migrations

@@ -59,7 +59,7 @@ import pandas as pd
 
 from sipperf.components import derive_arrays
 from sipperf.ingest.lab_dataset import load_index, load_meta, load_run
-from sipperf.sim.kernel_path import KernelPath
+from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import TYPES, ServiceParams, SimParams, make_params
 from sipperf.sim.run import stats_of, to_timeline
 from sipperf.sim.workload import Workload, draw
@@ -294,7 +294,7 @@ def simulate_lab(p: SimParams, wl: dict[str, Any], seed: int) -> tuple[pd.DataFr
     w = draw(p.workload, p.service, rng)  # service multipliers u (seeded); arrivals replaced
     w = Workload(w.n_calls, w.n_msgs, wl["t0_us"], w.mtype, w.u, wl["uas_react"], wl["uas_gap"],
                  wl["uac_react"], wl["uas_bye"])
-    kp = KernelPath(p, w)
+    kp = FastTwin(p, w)
     t = time.perf_counter()
     kp.run()
     st = stats_of(kp, time.perf_counter() - t)
@@ -474,8 +474,8 @@ def provenance(df: pd.DataFrame, est: pd.DataFrame, s: ServiceParams, rcv: dict[
         + " |" for t in e.index)
     return f"""# sim_lab_fit.csv
 
-SYNTHETIC model output compared with REAL measurements: the sipperf SimPy kernel-path model
-(`src/sipperf/sim/`) fitted to the lab's recorded Kamailio 5.6 runs (`datasets/lab/`, series
+SYNTHETIC model output compared with REAL measurements: the sipperf kernel-path model
+(`src/sipperf/sim/`, fast twin engine) fitted to the lab's recorded Kamailio 5.6 runs (`datasets/lab/`, series
 `rate`, 1 worker).  Each row is one lab run: `lab_*` columns are measured, `sim_*` columns are the
 model run on the same call arrivals.
 

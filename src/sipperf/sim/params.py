@@ -146,7 +146,7 @@ class ServiceParams:
     alpha_fixed: float | None = None
     #: work of the worker after t_dep and before its next recvfrom (us per message; the lab's
     #: Kamailio loop outside the traced interval, ``lab_cycle_gap_*`` in sim_lab_fit.csv).
-    #: PROPOSED, NOT YET READ by kernel_path: the thread would stay busy this long after each
+    #: PROPOSED, NOT YET READ by either engine: the thread would stay busy this long after each
     #: departure before taking the next message (t_dep itself unchanged)
     post_dep_us: float = 0.0
 
@@ -166,9 +166,11 @@ class KernelParams:
     #: cores per physical processor (E5540: 4, §7.2, Fig. 7.1)
     cores_per_socket: int = 4
     #: per-message T_sip overhead per *other* thread sharing the core (us): i-/d-cache pollution by
-    #: the threads' working sets (§5.3.2, §6.4.1).  ASSUMPTION, fitted by hand to the 1-core
-    #: enhanced-mode knees of Table 6.2 (per-packet overhead 1e6/(6 knee) - 63.4 us over c-1)
-    thread_overhead_us: float = 3.8
+    #: the threads' working sets (§5.3.2, §6.4.1).  FITTED, not from the thesis: grid search
+    #: (2.0 .. 5.2 us) on the five 1-core enhanced-mode knees of Table 6.2, lowest RMS
+    #: ln(sim/measured) knee (`python -m sipperf.sim.calibrate --fit-thread-overhead`,
+    #: datasets/precomputed/sim_calibration.theta_fit.csv); Table 6.1 and Tables 7.x are out of sample
+    thread_overhead_us: float = 4.0
     #: shared-state contention: X is multiplied by (1 + contention * other busy cores) (lock
     #: contention on the transaction tables, §6.4.1; multi-core scaling bottlenecks, §7.1).
     #: ASSUMPTION, fitted by hand to the best knees of Tables 7.2/7.5/7.8 (1.7x, 2.1x, 2.6x of 1 core)

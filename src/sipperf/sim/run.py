@@ -1,4 +1,8 @@
-"""``simulate(params, seed) -> (timeline, stats)``: one seeded run of the kernel-path model.
+"""``simulate(params, seed, engine) -> (timeline, stats)``: one seeded run of the kernel-path model.
+
+Two engines run the same model on the same pre-drawn inputs: ``"simpy"`` is the SimPy model the
+book teaches (:mod:`sipperf.sim.model`), ``"twin"`` its fast twin (:mod:`sipperf.sim.fast_twin`),
+validated against it by :mod:`sipperf.sim.twin_check`.  Both feed the functions below.
 
 The timeline is in the schema of :mod:`sipperf.timeline` (int64 ns since ``epoch_ns``), one row
 per message that reached the proxy; dropped messages have ``t_arr``/``t_stack`` only,
@@ -13,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sipperf.sim.kernel_path import DROPPED, SERVED, KernelPath
+from sipperf.sim.fast_twin import DROPPED, SERVED, FastTwin
 from sipperf.sim.params import TYPES, SimParams
 from sipperf.sim.workload import draw
 from sipperf.timeline import make_timeline
@@ -36,18 +40,39 @@ def batch_means(x: np.ndarray, n_batches: int = 20, level: float = 0.95) -> tupl
     return float(means.mean()), float(hw)
 
 
-def run_core(p: SimParams, seed: int) -> tuple[KernelPath, float]:
-    """Run the model; returns the finished engine and the wall-clock seconds of the event loop."""
+#: the two engines: the SimPy model of the book and its fast twin
+ENGINES = ("twin", "simpy")
+
+
+def run_core(p: SimParams, seed: int, engine: str = "twin", count_events: bool = False):
+    """Draw the inputs and run one engine; returns the finished run and the wall-clock seconds of
+    its event loop (``run.cpu_s`` holds the CPU seconds)."""
     rng = np.random.default_rng(seed)
     wl = draw(p.workload, p.service, rng)
-    kp = KernelPath(p, wl)
+    return run_workload(p, wl, engine, count_events)
+
+
+def run_workload(p: SimParams, wl, engine: str = "twin", count_events: bool = False):
+    """Run ``engine`` on pre-drawn inputs ``wl`` (a :class:`~sipperf.sim.workload.Workload`).
+
+    ``count_events`` makes the SimPy model step one event at a time to count them (slower); the
+    twin always counts its events."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} ({', '.join(ENGINES)})")
     t, c = time.perf_counter(), time.process_time()
-    kp.run()
+    if engine == "twin":
+        kp = FastTwin(p, wl)
+        kp.run()
+    else:
+        from sipperf.sim.model import run_model
+
+        kp = run_model(p, wl, count_events=count_events)
     kp.cpu_s = time.process_time() - c  # CPU seconds of the event loop (robust on a loaded box)
+    kp.engine = engine
     return kp, time.perf_counter() - t
 
 
-def _arrays(kp: KernelPath) -> dict[str, np.ndarray]:
+def _arrays(kp) -> dict[str, np.ndarray]:
     """The engine's per-message lists as numpy arrays, converted once per finished run."""
     arr = getattr(kp, "_arrays_cache", None)
     if arr is None:
@@ -55,37 +80,48 @@ def _arrays(kp: KernelPath) -> dict[str, np.ndarray]:
             "t_stack": np.asarray(kp.t_stack, dtype=float), "t_start": np.asarray(kp.t_start, dtype=float),
             "t_dep": np.asarray(kp.t_dep, dtype=float), "nlive": np.asarray(kp.nlive),
             "extra": np.asarray(kp.extra, dtype=float),
-            "outcome": np.frombuffer(bytes(kp.outcome), dtype=np.uint8)}
+            "outcome": np.frombuffer(bytes(kp.outcome), dtype=np.uint8).copy()}
     return arr
 
 
-def _instants(kp: KernelPath) -> dict[str, np.ndarray]:
-    """Place the five service thresholds of every served message on the wall clock (us).
+def _instants(kp) -> dict[str, np.ndarray]:
+    """The five service instants of every served message on the wall clock (us), and K^s_sockq.
 
-    Computed once per finished run and cached on ``kp`` (timeline and stats both need it).
+    The SimPy model records them as it goes (``kp.instants``); the fast twin's are placed from its
+    run segments.  Computed once per finished run and cached on ``kp``.
     """
     cached = getattr(kp, "_instants_cache", None)
     if cached is None:
-        cached = kp._instants_cache = _place_instants(kp)
+        if hasattr(kp, "instants"):
+            steps = _steps(kp)
+            cached = {**{k: np.asarray(v, float) for k, v in kp.instants.items()},
+                      "k_sockq_s": steps[0], "work_us": steps.sum(axis=0)}
+        else:
+            cached = _place_instants(kp)
+        kp._instants_cache = cached
     return cached
 
 
-def _place_instants(kp: KernelPath) -> dict[str, np.ndarray]:
-    p = kp.p
-    s = p.service
-    wl = kp.wl
-    mt = wl.mtype
-    u = wl.u
+def _steps(kp) -> np.ndarray:
+    """(5, n) CPU work of the five steps of X per message (µs): K^s_sockq, K_copy, T^1_sip, T^2_sip,
+    K_snd, with the thread overhead and contention in T_sip (as both engines compute them)."""
+    s = kp.p.service
+    mt, u = kp.wl.mtype, kp.wl.u
     arr = _arrays(kp)
-    t_start = arr["t_start"]
     nl = arr["nlive"].astype(float)
     ks = u * kp.alpha * np.asarray(s.ks_base_us)[mt]
     cp = u * s.k_copy_us
     tsip = u * np.asarray(s.t_sip_us)[mt] * (1.0 + s.t_sip_growth_per_call * nl) + arr["extra"]
     t1 = tsip * s.t_sip1_share
-    t2 = tsip - t1
     snd = u * np.asarray(s.k_snd_us)[mt]
-    cum = np.cumsum(np.stack([ks, cp, t1, t2, snd]), axis=0)  # (5, n) work thresholds
+    return np.stack([ks, cp, t1, tsip - t1, snd])
+
+
+def _place_instants(kp: FastTwin) -> dict[str, np.ndarray]:
+    t_start = _arrays(kp)["t_start"]
+    steps = _steps(kp)
+    ks = steps[0]
+    cum = np.cumsum(steps, axis=0)  # (5, n) work thresholds
     out = t_start[None, :] + cum
     if kp.segs:
         # preempted messages: threshold w lies in the last run segment whose work-done is < w
@@ -100,11 +136,11 @@ def _place_instants(kp: KernelPath) -> dict[str, np.ndarray]:
         below = (dn[None, :] < np.repeat(w, lens, axis=1)).astype(np.int64)
         i = off + np.clip(np.add.reduceat(below, off, axis=1) - 1, 0, lens - 1)
         out[:, ms] = st[i] + (w - dn[i])
-    t_dep = arr["t_dep"]
+    t_dep = _arrays(kp)["t_dep"]
     out[4] = np.where(np.isfinite(t_dep), t_dep, out[4])
     out = np.minimum(out, out[4][None, :])
     return {"t_sockq": out[0], "t_sip_in": out[1], "t_sip_c": out[2], "t_sip_out": out[3], "t_dep": out[4],
-            "k_sockq_s": ks}
+            "k_sockq_s": ks, "work_us": cum[4]}
 
 
 def _ns(x_us: np.ndarray, mask: np.ndarray, epoch_ns: int) -> pd.arrays.IntegerArray:
@@ -129,7 +165,7 @@ def _call_ids(call: np.ndarray) -> pd.api.extensions.ExtensionArray:
                     dtype="string")
 
 
-def to_timeline(kp: KernelPath, epoch_ns: int = 0) -> pd.DataFrame:
+def to_timeline(kp, epoch_ns: int = 0) -> pd.DataFrame:
     """The schema-conforming timeline of one run (rows in message-index order)."""
     wl = kp.wl
     arr = _arrays(kp)
@@ -171,8 +207,9 @@ def to_timeline(kp: KernelPath, epoch_ns: int = 0) -> pd.DataFrame:
     return make_timeline(pd.DataFrame(data))
 
 
-def stats_of(kp: KernelPath, loop_s: float, warmup: float = 0.02) -> dict[str, Any]:
-    """Summary of one run: drops, waiting time K^w with a batch-means CI, service, speed."""
+def stats_of(kp, loop_s: float, warmup: float = 0.02) -> dict[str, Any]:
+    """Summary of one run: drops, waiting time K^w (mean with a batch-means CI, 99th percentile),
+    service, speed.  The first ``warmup`` share of the messages (by t_stack) is left out."""
     arr = _arrays(kp)
     oc = arr["outcome"]
     ts = arr["t_stack"]
@@ -195,7 +232,7 @@ def stats_of(kp: KernelPath, loop_s: float, warmup: float = 0.02) -> dict[str, A
     n_drop = int((oc == DROPPED).sum())
     t_dep = arr["t_dep"]
     dur_us = float(np.nanmax(t_dep)) if np.isfinite(t_dep).any() else 0.0
-    busy = float(np.nansum(t_dep - arr["t_start"]))
+    busy = float(np.sum(ins["work_us"][oc == SERVED]))    # CPU work of X (switch costs excluded)
     p = kp.p
     return {
         "rate_cps": p.workload.rate_cps, "calls": kp.wl.n_calls, "threads": p.kernel.threads,
@@ -206,18 +243,23 @@ def stats_of(kp: KernelPath, loop_s: float, warmup: float = 0.02) -> dict[str, A
         "drop_rate_bm": d_mean, "drop_rate_ci": d_hw,
         "calls_completed": int((oc[5::6] == SERVED).sum()) if kp.sip else None,
         "w_us": w_mean, "w_ci_us": w_hw,
+        "w_p99_us": float(np.percentile(kw, 99)) if len(kw) else float("nan"),
         "k_rcv_us": float(np.mean(krcv)) if len(krcv) else float("nan"),
         "t_sip_us": float(np.mean(tsip)) if len(tsip) else float("nan"),
         "busy_frac": busy / dur_us / max(1, p.kernel.cores) if dur_us else float("nan"),
         "max_queue": kp.max_q, "preemptions": kp.preemptions, "switches": kp.switches,
         "migrations": kp.migrations, "events": kp.events, "loop_s": loop_s,
+        "engine": getattr(kp, "engine", "twin"),
         "events_per_s": kp.events / loop_s if loop_s > 0 else float("nan"),
     }
 
 
-def simulate(params: SimParams, seed: int = 0, *, timeline: bool = True,
-             epoch_ns: int = 0) -> tuple[pd.DataFrame | None, dict[str, Any]]:
-    """Run the model once; returns ``(timeline, stats)`` (timeline None if ``timeline=False``)."""
+def simulate(params: SimParams, seed: int = 0, *, timeline: bool = True, epoch_ns: int = 0,
+             engine: str = "twin") -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    """Run the model once; returns ``(timeline, stats)`` (timeline None if ``timeline=False``).
+
+    ``engine``: ``"twin"`` (fast, the default) or ``"simpy"`` (the model of chapter 9); the same
+    seed gives both engines the same inputs."""
     p = params
     if p.sched.model == "ideal":  # one core per thread, switches free: the M/M/c/K reference
         from dataclasses import replace
@@ -225,7 +267,7 @@ def simulate(params: SimParams, seed: int = 0, *, timeline: bool = True,
                                       contention=0.0))
         p = replace(p, sched=replace(p.sched, cs_us=0.0, cache_us_per_thread=0.0, migrate_us=0.0,
                                   migrate_cross_us=0.0))
-    kp, loop_s = run_core(p, seed)
+    kp, loop_s = run_core(p, seed, engine)
     st = stats_of(kp, loop_s)
     st["seed"] = seed
     tl = to_timeline(kp, epoch_ns) if timeline else None

@@ -82,13 +82,18 @@ def run_sweep(points: list[dict[str, Any]], scheduler: str | None = None, worker
     return pd.DataFrame(rows)
 
 
-def write_with_provenance(df: pd.DataFrame, out: Path, what: str, command: str) -> None:
+#: what made the precomputed files by default: the fast twin of the kernel-path model
+ENGINE_TWIN = ("the sipperf kernel-path model, run by its fast twin (src/sipperf/sim/fast_twin.py, "
+               "checked against the SimPy model src/sipperf/sim/model.py: sim_twin_check.csv)")
+
+
+def write_with_provenance(df: pd.DataFrame, out: Path, what: str, command: str,
+                          source: str = ENGINE_TWIN) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out, index=False, float_format="%.6g")
     note = out.with_suffix(".provenance.md")
     note.write_text(
-        f"# {out.name}\n\nSYNTHETIC data: output of the sipperf SimPy kernel-path model "
-        f"(src/sipperf/sim), not measurements.\n\n{what}\n\n"
+        f"# {out.name}\n\nSYNTHETIC data: output of {source}, not measurements.\n\n{what}\n\n"
         f"- made by: `{command}`\n- when: {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}\n"
         f"- python {platform.python_version()} on {platform.machine()}\n"
         f"- rows: {len(df)}; parameters and seeds are columns of the CSV, so every row can be re-run "

@@ -3,7 +3,7 @@
 Thesis §4.1.2: the patched SIPp reads a file of inter-arrival times (one per line); here
 "poisson", "deterministic" or "file:PATH" (seconds, one per line, cycled if shorter than the
 run).  Each call produces INVITE, 180, 200, ACK, BYE, 200 through the proxy (Fig. 2.2);
-the follow-up messages are timed from the proxy's own departures (see kernel_path), so the
+the follow-up messages are timed from the proxy's own departures (see sipperf.sim.model), so the
 packet stream at the proxy is the superposition the thesis describes, not a Poisson stream.
 The UA reaction times (INVITE -> 180, 180 -> 200, 200 -> ACK, BYE -> 200) are exponential by
 default, or constant / gamma (``WorkloadParams.react_dist``, ``react_cv``); ``tick_us`` moves each
@@ -21,16 +21,25 @@ from sipperf.sim.params import ServiceParams, WorkloadParams
 
 
 def read_iat_file(path: str | Path) -> np.ndarray:
-    """Inter-arrival times (seconds) from a SIPp ``-iat_file`` style file: one number per line."""
+    """Inter-arrival times (seconds) from a SIPp ``-iat_file`` style file: one number per line.
+
+    Refuses (``ValueError`` naming the file and line) anything that is not a finite number >= 0:
+    text, NaN, inf, negative values; and a file that is not UTF-8 text."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a UTF-8 text file of inter-arrival times") from e
     vals = []
-    for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for i, line in enumerate(text.splitlines(), 1):
         s = line.split("#", 1)[0].strip()
         if not s:
             continue
         try:
             v = float(s)
         except ValueError as e:
-            raise ValueError(f"{path}:{i}: not a number: {s!r}") from e
+            raise ValueError(f"{path}:{i}: not a number: {s[:40]!r}") from e
+        if not np.isfinite(v):
+            raise ValueError(f"{path}:{i}: not a finite inter-arrival time: {s[:40]!r}")
         if v < 0:
             raise ValueError(f"{path}:{i}: negative inter-arrival time {v}")
         vals.append(v)
@@ -42,7 +51,11 @@ def read_iat_file(path: str | Path) -> np.ndarray:
 def interarrivals_us(w: WorkloadParams, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` inter-arrival times in microseconds for the configured arrival process."""
     if w.mode == "packets":
+        if not (np.isfinite(w.packet_rate_pps) and w.packet_rate_pps > 0):
+            raise ValueError(f"packet_rate_pps must be a finite number > 0, not {w.packet_rate_pps!r}")
         return rng.exponential(1e6 / w.packet_rate_pps, n)
+    if not (np.isfinite(w.rate_cps) and w.rate_cps > 0):
+        raise ValueError(f"rate_cps must be a finite number > 0, not {w.rate_cps!r}")
     mean_us = 1e6 / w.rate_cps
     if w.arrivals == "poisson":
         return rng.exponential(mean_us, n)
