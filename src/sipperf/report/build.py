@@ -1,0 +1,349 @@
+"""``build_report(paths, out)``: read the inputs run by run, measure each, fit the models, write
+the CSVs, the JSON and the self-contained HTML report.
+
+Each run is read with :func:`sipperf.commands.analyze.analyze` (so its ``DIR/runs/<run>/`` holds
+exactly what ``sipperf analyze`` writes), measured (:func:`sipperf.report.runs.measure`) and
+fitted together with the others (:func:`sipperf.fit.fit_all`).  Top level of ``DIR``:
+
+* ``index.html`` -- the report (plotly.js inlined: opens from disk, offline);
+* ``runs.csv`` -- one row per run: rates, steady window, Q, PDR, SCV, utilisation, predictions;
+* ``components.csv``, ``calls.csv``, ``transactions.csv``, ``counts.csv`` -- every run's tables as
+  ``analyze`` writes them, one after the other with a leading ``run`` column;
+* ``components_ci.csv`` -- per run, component and message type: mean with its batch-means 95 % CI,
+  median and p99 over the steady-state window;
+* ``fit.json`` -- the fitted constants (service demand, α(λ), β, C_{1,1}) with 95 % intervals and
+  the runs each came from (``sipperf model ... --fit fit.json`` reads it);
+* ``report.json`` -- the ingest account of every run, the verdict, the warnings, the fit.
+
+An input that cannot be read is listed in the report with its reason (or, with ``strict``, stops
+everything); only when no run at all can be read is it an error (exit code 2 in the CLI).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sipperf.report.runs import RunMeasure, group_inputs, measure, parse_gap, run_meta, split_timeline
+
+__all__ = ["RunResult", "Report", "build_report", "fit_runs", "out_dir"]
+
+
+@dataclass
+class RunResult:
+    label: str
+    paths: list[str]
+    timeline: pd.DataFrame
+    account: Any
+    tables: dict[str, pd.DataFrame]
+    meta: dict[str, Any]
+    measure: RunMeasure | None
+    error: str = ""
+    out: Path | None = None
+
+
+@dataclass
+class Report:
+    runs: list[RunResult]
+    failed: list[dict]
+    ignored: list[dict]
+    fit: Any
+    fit_error: str
+    verdict: dict[str, Any]
+    msgs_per_call: float
+    files: list[Path] = field(default_factory=list)
+    html: Path | None = None
+    title: str = ""
+
+
+def out_dir(path) -> Path:
+    """Create ``path`` and prove it is writable (an IngestError naming it otherwise)."""
+    from sipperf.ingest import display_path
+    from sipperf.timeline import IngestError
+
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise IngestError(display_path(out), "--out", "exists and is not a directory: give a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".sipperf-write-test-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise IngestError(display_path(out), "--out", f"cannot write there: {e.strerror or e}") from None
+    return out
+
+
+def _safe(label: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("._") or "run"
+    return s[:80]
+
+
+def _tables(tl: pd.DataFrame, out: Path | None, offered=None) -> dict[str, pd.DataFrame]:
+    """The tables ``analyze`` writes, for a part of a file's timeline (a split by run_id or gap)."""
+    from sipperf import calls, components
+
+    t = {"components": components.summary(tl, unit="us"), "calls": calls.metrics(tl, offered=offered),
+         "transactions": calls.transactions(tl), "counts": calls.message_counts(tl)}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for k, v in t.items():
+            v.to_csv(out / f"{k}.csv", index=False)
+    return t
+
+
+def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool = False,
+                 offered: int | None = None, threads: int | None = None, cores: int | None = None,
+                 processors: int | None = None, buffer_pkts: float | None = None, n_slowest: int = 5,
+                 n_boot: int = 200, seed: int = 0, html: bool = True, title: str | None = None) -> Report:
+    """Everything ``sipperf report`` does (see the module docstring); returns the :class:`Report`."""
+    from sipperf import fit as fitmod
+    from sipperf.commands.analyze import analyze
+    from sipperf.ingest import display_path
+    from sipperf.timeline import IngestError
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise IngestError("(no input)", "PATH", "give at least one file or directory")
+    out = out_dir(out)
+    gap = parse_gap(group_by)
+    from sipperf.report.runs import is_summary_dataset, summary_measures
+    from sipperf.timeline import IngestReport
+
+    runs: list[RunResult] = []
+    summaries = [p for p in paths if is_summary_dataset(p)]
+    for p in summaries:
+        try:
+            for rid, meta, m in summary_measures(p):
+                acc = IngestReport(source="lab-summary", path=display_path(Path(p) / "runs.csv"), read=1, parsed=1)
+                for k, v in (("threads", threads), ("k_pkts", buffer_pkts)):
+                    if v is not None:
+                        setattr(m.fit_input, k, v)
+                runs.append(RunResult(rid, [p], None, acc, {}, meta, m))
+        except (OSError, ValueError, KeyError) as e:
+            raise IngestError(display_path(p), "runs.csv", f"not a readable summary dataset: {e}") from None
+    paths = [p for p in paths if p not in summaries]
+    groups, ignored = group_inputs(paths, group_by) if paths else ([], [])
+    failed: list[dict] = []
+    used: set[str] = set()
+    for g in groups:
+        safe = _safe(g.label)
+        while safe in used:
+            safe += "_"
+        used.add(safe)
+        tmp = None
+        try:
+            target = out / "runs" / safe
+            res = analyze(g.paths, target, proxy=proxy, strict=strict, offered=offered, figures=False)
+        except IngestError as e:
+            if strict or (len(groups) == 1 and not runs):
+                raise
+            failed.append({"run": g.label, "paths": [display_path(p) for p in g.paths], "error": str(e)})
+            shutil.rmtree(out / "runs" / safe, ignore_errors=True)
+            continue
+        meta = run_meta(g.paths)
+        for k, v in (("threads", threads), ("cores", cores), ("processors", processors), ("k_pkts", buffer_pkts)):
+            if v is not None:
+                meta[k] = v
+        parts = split_timeline(res["timeline"], g.label, gap,
+                               by_run_id=(group_by or "auto") in ("auto", "file") and len(g.paths) == 1)
+        if len(parts) == 1:
+            runs.append(RunResult(g.label if parts[0][0] == g.label else parts[0][0], g.paths, res["timeline"],
+                                  res["report"], {k: res[k] for k in ("components", "calls", "transactions", "counts")},
+                                  meta, None, out=target))
+        else:
+            shutil.rmtree(target, ignore_errors=True)
+            for lab, tl in parts:
+                s2 = _safe(lab)
+                while s2 in used:
+                    s2 += "_"
+                used.add(s2)
+                runs.append(RunResult(lab, g.paths, tl, res["report"], _tables(tl, out / "runs" / s2, offered),
+                                      meta, None, out=out / "runs" / s2))
+    if not runs:
+        raise IngestError(";".join(display_path(p) for p in paths), "input",
+                          ("no run could be read: " + "; ".join(f["error"] for f in failed)) if failed
+                          else "no run found (no capture, log or run directory in it)")
+    for r in runs:
+        if r.timeline is None:   # a stored summary: measured already
+            continue
+        try:
+            r.measure = measure(r.label, r.timeline, r.meta)
+        except Exception as e:  # a run the measurement cannot handle is shown as such, never a traceback
+            r.error = f"could not be measured: {type(e).__name__}: {e}"
+            r.measure = None
+        if r.measure is not None and r.out is not None and r.measure.components is not None:
+            r.measure.components.to_csv(r.out / "components_ci.csv", index=False)
+    measures = [r.measure for r in runs if r.measure is not None]
+    ratio = [m.lam_pps / m.lam_cps for m in measures
+             if math.isfinite(m.lam_cps) and m.lam_cps > 0 and math.isfinite(m.lam_pps) and m.lam_pps > 0]
+    mpc = float(np.median(ratio)) if ratio else 6.0
+    fit, fit_error = None, ""
+    inputs = [m.fit_input for m in measures if m.has_sojourn]
+    if inputs:
+        try:
+            fit = fitmod.fit_all(inputs, msgs_per_call=mpc, n_boot=n_boot, seed=seed,
+                                 processors=processors, cores=cores)
+        except Exception as e:  # noqa: BLE001 - reported, not raised
+            fit_error = f"{type(e).__name__}: {e}"
+            fit = None
+    from sipperf.report.verdict import verdict as make_verdict
+
+    try:
+        v = make_verdict(measures, fit, mpc)
+    except Exception as e:  # noqa: BLE001
+        v = {"headline": [], "cannot": [f"the verdict could not be formed: {type(e).__name__}: {e}"],
+             "warnings": [], "numbers": {}, "models": {}}
+    rep = Report(runs, failed, ignored, fit, fit_error, v, mpc,
+                 title=title or ("sipperf report: " + ", ".join(Path(p).name or p for p in paths[:3])
+                                 + (" …" if len(paths) > 3 else "")))
+    rep.files = _write_outputs(rep, out)
+    if html:
+        from sipperf.report.html import render
+
+        p = out / "index.html"
+        p.write_text(render(rep, n_slowest=n_slowest), encoding="utf-8")
+        rep.html = p
+        rep.files.append(p)
+    return rep
+
+
+def fit_runs(paths, *, n_boot: int = 0, seed: int = 0, **meta_over):
+    """The fit alone (:func:`sipperf.fit.fit_all`) on runs given as paths, one run per path: read
+    (:func:`sipperf.ingest.load`), measured, fitted; no files written.  ``meta_over`` (``threads``,
+    ``cores``, ``processors``, ``k_pkts``) overrides what the runs' metadata say.  For chapters
+    and scripts that need the constants only; ``build_report`` does the same and more."""
+    from sipperf import fit as fitmod
+    from sipperf.ingest import load
+
+    inputs = []
+    for p in paths:
+        tl, _ = load(p)
+        meta = {**run_meta([str(p)]), **{k: v for k, v in meta_over.items() if v is not None}}
+        m = measure(Path(p).name, tl, meta)
+        if m.has_sojourn:
+            inputs.append(m.fit_input)
+    ratio = [i.lam_pps / i.lam_cps for i in inputs if i.lam_cps and math.isfinite(i.lam_cps) and i.lam_pps > 0]
+    return fitmod.fit_all(inputs, msgs_per_call=float(np.median(ratio)) if ratio else 6.0, n_boot=n_boot, seed=seed)
+
+
+def runs_table(rep: Report) -> pd.DataFrame:
+    """One row per run: what was measured and what the models say about it."""
+    per = {d["run"]: d for d in (rep.fit.per_run if rep.fit else [])}
+    rows = []
+    for r in rep.runs:
+        m = r.measure
+        d: dict[str, Any] = {"run": r.label, "inputs": ";".join(r.paths), "error": r.error}
+        if m is not None:
+            d.update({"vantage": m.vantage, "tracepoints": m.tracepoints, "messages": m.n_messages,
+                      "calls": m.calls, "threads": m.fit_input.threads, "duration_s": m.duration_s,
+                      "warmup_messages": m.warmup_n, "warmup_s": m.warmup_s, "steady_messages": m.steady_n,
+                      "window_s": m.window_s, "rate_cps": m.lam_cps, "offered_cps": r.meta.get("offered_cps"),
+                      "rate_pps": m.lam_pps, "calls_ca2": m.ca2, "messages_ca2": m.ca2_msgs,
+                      "q_kind": m.fit_input.q_kind, "q_mean_us": m.fit_input.q_mean_us,
+                      "q_ci95_us": 1.96 * m.fit_input.q_se_us, "sojourn_p50_us": _comp(m, "sojourn", "median_us"),
+                      "sojourn_mean_us": _comp(m, "sojourn", "mean_us"),
+                      "sojourn_ci95_us": _comp(m, "sojourn", "ci95_hw_us"),
+                      "sojourn_p99_us": _comp(m, "sojourn", "p99_us"), "pdr_percent": 100 * m.pdr,
+                      "pdr_ci95_percent": 100 * m.pdr_ci95, "dropped": m.dropped,
+                      "retransmissions": m.retransmissions, "warnings": len(m.warnings)})
+        p = per.get(r.label)
+        if p:
+            for k in ("rho", "rho_run", "ex_us", "scv", "alpha_run", "alpha_fit", "w_meas_us", "w_pred_us", "w_err_pct",
+                      "beta_run", "beta_fit", "k_pkts", "pdr_pred"):
+                if k in p:
+                    d[k if k != "pdr_pred" else "pdr_pred_percent"] = 100 * p[k] if k == "pdr_pred" else p[k]
+            ru = p.get("rho_run", float("nan"))
+            d["utilisation"] = ru if ru is not None and math.isfinite(ru) else p.get("rho", float("nan"))
+        rows.append(d)
+    return pd.DataFrame(rows)
+
+
+def _comp(m: RunMeasure, comp: str, col: str) -> float:
+    c = m.components
+    if c is None or not len(c):
+        return float("nan")
+    x = c[(c["component"] == comp) & (c["msg_type"] == "ALL")]
+    return float(x[col].iloc[0]) if len(x) else float("nan")
+
+
+def _clean(x):
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(float(x)) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, Path):
+        return str(x)
+    return x
+
+
+def fit_json(rep: Report) -> dict[str, Any]:
+    """``fit.json``: the constants for reuse (``sipperf model ... --fit``)."""
+    from sipperf import __version__
+    from sipperf.fit import to_json_dict
+
+    d: dict[str, Any] = {"format": "sipperf-fit-v1", "sipperf": __version__,
+                         "runs": [r.label for r in rep.runs if r.measure is not None],
+                         "msgs_per_call": rep.msgs_per_call}
+    if rep.fit is not None:
+        d.update(to_json_dict(rep.fit))
+    else:
+        d["error"] = rep.fit_error or "no run with a proxy: nothing to fit"
+    return _clean(d)
+
+
+def _write_outputs(rep: Report, out: Path) -> list[Path]:
+    from sipperf.ingest import display_path
+    from sipperf.timeline import IngestError
+
+    files = []
+
+    def w(name: str, fn) -> None:
+        p = out / name
+        try:
+            fn(p)
+        except OSError as e:
+            raise IngestError(display_path(p), "--out", f"cannot write: {e.strerror or e}") from None
+        files.append(p)
+
+    w("runs.csv", lambda p: runs_table(rep).to_csv(p, index=False))
+    for name in ("components", "calls", "transactions", "counts"):
+        parts = []
+        for r in rep.runs:
+            t = r.tables.get(name)
+            if t is not None and len(t):
+                t = t.copy()
+                t.insert(0, "run", r.label)
+                parts.append(t)
+        w(f"{name}.csv", lambda p, parts=parts: (pd.concat(parts, ignore_index=True) if parts
+                                                  else pd.DataFrame()).to_csv(p, index=False))
+    ci = [r.measure.components.assign(run=r.label) for r in rep.runs
+          if r.measure is not None and r.measure.components is not None]
+    w("components_ci.csv", lambda p: (pd.concat(ci, ignore_index=True)[["run"] + [c for c in ci[0].columns if c != "run"]]
+                                      if ci else pd.DataFrame()).to_csv(p, index=False))
+    w("fit.json", lambda p: p.write_text(json.dumps(fit_json(rep), indent=2, default=str)))
+    body = {
+        "format": "sipperf-report-v1", "title": rep.title, "verdict": rep.verdict,
+        "runs": [{"run": r.label, "inputs": [display_path(x) for x in r.paths], "error": r.error,
+                  "account": r.account.to_dict() if r.account is not None else None,
+                  "warnings": r.measure.warnings if r.measure else []} for r in rep.runs],
+        "failed_inputs": rep.failed, "ignored_files": rep.ignored, "fit_error": rep.fit_error,
+        "fit": fit_json(rep)}
+    w("report.json", lambda p: p.write_text(json.dumps(_clean(body), indent=2, default=str)))
+    return files

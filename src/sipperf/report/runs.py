@@ -1,0 +1,658 @@
+"""Runs: which inputs form one run (``--group-by``), and what one run measured.
+
+Several inputs are never pooled silently: by default every lab or sim run directory and every
+file is its own run, and a file holding several ``run_id`` values is split by them.  Rules
+(``group_by``):
+
+============== ==============================================================================
+``auto``       each run directory and each file is a run; several ``run_id`` in one file split
+``file``       the same as ``auto``
+``dir``        the files of one directory form one run (e.g. a rotated syslog)
+``none``       everything is one run (pooling, asked for explicitly)
+``regex:PAT``  inputs whose path gives the same match of PAT (its first group, if it has
+               one) form one run; a path without a match is a run of its own
+``gap:S``      everything is read together, then cut into runs wherever no message arrives
+               for S seconds (one long capture of several load steps)
+============== ==============================================================================
+
+:func:`measure` turns one run's timeline into the numbers the report shows and the fit needs
+(:class:`sipperf.fit.RunInput`): the steady-state window (MSER-5 warm-up cut on the sojourn series
+in arrival order, thesis §4.2's batch means after it; the cool-down after the last INVITE left
+out), the arrival rates, the inter-arrival SCV of the calls, the drop rate with its batch-means
+CI, and per message type the means of Q (K_sockq with tracepoints, else the sojourn) and of
+R = t_dep − t_sockq.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sipperf import stats
+from sipperf.fit import RunInput
+
+__all__ = ["Group", "group_inputs", "split_timeline", "measure", "RunMeasure", "run_meta", "GROUP_RULES"]
+
+GROUP_RULES = ("auto", "file", "dir", "none", "regex:PATTERN", "gap:SECONDS")
+#: fewer steady-state values than this: the CI falls back to the iid formula (and says so)
+MIN_BATCH_N = 2 * stats.DEFAULT_BATCHES
+#: a rate needs at least this many messages and calls in the steady window
+MIN_RATE_MESSAGES = 30
+MIN_RATE_CALLS = 5
+
+
+@dataclass
+class Group:
+    """One run's inputs (paths) and its label."""
+
+    label: str
+    paths: list[str]
+
+
+def _label(p: Path) -> str:
+    name = p.name
+    for suf in (".gz", ".pcapng", ".pcap", ".log", ".csv", ".parquet", ".txt"):
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    return name or str(p)
+
+
+def _walk(p: Path) -> list[tuple[Path, str]]:
+    """(path, kind) of every run directory and file under ``p`` (kind from :func:`sipperf.ingest.sniff`)."""
+    from sipperf.ingest import sniff
+
+    try:
+        kind = sniff(p)
+    except Exception as e:  # an unreadable entry: let the loader report it
+        return [(p, f"error: {e}")]
+    if kind != "dir":
+        return [(p, kind)]
+    out: list[tuple[Path, str]] = []
+    for root, dirs, files in os.walk(p):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rp = Path(root)
+        for d in list(dirs):
+            try:
+                k = sniff(rp / d)
+            except Exception as e:
+                k = f"error: {e}"
+            if k != "dir":
+                out.append((rp / d, k))
+                dirs.remove(d)
+        for f in sorted(files):
+            if not f.startswith("."):
+                try:
+                    out.append((rp / f, sniff(rp / f)))
+                except Exception as e:
+                    out.append((rp / f, f"error: {e}"))
+    return out
+
+
+def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]]:
+    """Split the inputs into runs.  Returns (groups, ignored) where ``ignored`` lists files of
+    unknown format found in directories (with their reason; they are not runs)."""
+    from sipperf.ingest import display_path
+
+    paths = [Path(p) for p in paths]
+    rule = group_by or "auto"
+    if rule == "none" or rule.startswith("gap:"):
+        return [Group("all inputs" if len(paths) > 1 else _label(paths[0]), [str(p) for p in paths])], []
+    items: list[tuple[Path, str]] = []
+    ignored = []
+    for p in paths:
+        if not os.path.lexists(p):
+            items.append((p, "missing"))
+            continue
+        found = _walk(p)
+        if len(found) == 1 and found[0][0] == p:
+            items.extend(found)   # given directly: read (and its error reported) even if unknown
+            continue
+        ignored += [{"path": display_path(q), "reason": "unknown format"} for q, k in found if k == "unknown"]
+        items.extend((q, k) for q, k in found if k != "unknown")
+    groups: dict[str, list[str]] = {}
+    if rule in ("auto", "file"):
+        for p, _ in items:
+            groups.setdefault(_unique(groups, _label(p), p), []).append(str(p))
+    elif rule == "dir":
+        by: dict[str, list[str]] = {}
+        for p, k in items:
+            by.setdefault(str(p if k in ("lab", "sim") else p.parent), []).append(str(p))
+        for k, v in by.items():
+            groups[_unique(groups, Path(k).name or k, Path(k))] = v
+    elif rule.startswith("regex:"):
+        try:
+            pat = re.compile(rule[len("regex:"):])
+        except re.error as e:
+            raise ValueError(f"--group-by {rule!r}: not a regular expression ({e})") from None
+        for p, _ in items:
+            m = pat.search(str(p))
+            key = (m.group(1) if m.groups() and m.group(1) is not None else m.group(0)) if m else _label(p)
+            groups.setdefault(key, []).append(str(p))
+    else:
+        raise ValueError(f"--group-by {rule!r}: use one of {', '.join(GROUP_RULES)}")
+    return [Group(k, v) for k, v in groups.items()], ignored
+
+
+def _unique(groups: dict, label: str, p: Path) -> str:
+    if label not in groups:
+        return label
+    alt = f"{p.parent.name}/{label}"
+    i = 2
+    while alt in groups:
+        alt = f"{p.parent.name}/{label}#{i}"
+        i += 1
+    return alt
+
+
+def parse_gap(group_by: str) -> float | None:
+    if not group_by or not group_by.startswith("gap:"):
+        return None
+    try:
+        v = float(group_by[4:])
+    except ValueError:
+        raise ValueError(f"--group-by {group_by!r}: gap:SECONDS needs a number of seconds") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"--group-by {group_by!r}: the gap must be a positive number of seconds")
+    return v
+
+
+def first_instant(tl: pd.DataFrame) -> np.ndarray:
+    """The earliest instant of each row (float ns, NaN if none)."""
+    from sipperf.timeline import INSTANTS
+
+    key = np.full(len(tl), np.nan)
+    for c in reversed(INSTANTS):
+        v = tl[c].to_numpy(dtype="float64", na_value=np.nan)
+        key = np.where(np.isfinite(v), v, key)
+    return key
+
+
+def split_timeline(tl: pd.DataFrame, label: str, gap_s: float | None,
+                   by_run_id: bool = True) -> list[tuple[str, pd.DataFrame]]:
+    """Split one group's timeline: by ``run_id`` when it holds several (``by_run_id``: the rules
+    that read one input per run), or (``gap_s``) wherever no message arrives for ``gap_s``
+    seconds (a call's messages stay with the run of its first)."""
+    parts: list[tuple[str, pd.DataFrame]] = []
+    ids = tl["run_id"].astype("string").fillna("") if "run_id" in tl.columns else pd.Series([""] * len(tl))
+    uniq = list(dict.fromkeys(ids.tolist()))
+    if len(uniq) > 1 and gap_s is None and by_run_id:
+        for u in uniq:
+            parts.append((f"{label}/{u}" if label != u else u, tl[(ids == u).to_numpy()].reset_index(drop=True)))
+    else:
+        parts.append((label, tl))
+    if gap_s is None:
+        return parts
+    out = []
+    for lab, d in parts:
+        t = first_instant(d)
+        call_t = pd.Series(t).groupby(d["call_id"].astype("string").to_numpy()).transform("min").to_numpy()
+        order = np.sort(np.unique(call_t[np.isfinite(call_t)]))
+        if order.size < 2:
+            out.append((lab, d))
+            continue
+        cuts = order[1:][np.diff(order) > gap_s * 1e9]
+        seg = np.searchsorted(cuts, call_t, side="right")
+        n = int(cuts.size) + 1
+        for i in range(n):
+            m = seg == i
+            if m.any():
+                out.append((f"{lab} part {i + 1}" if n > 1 else lab, d[m].reset_index(drop=True)))
+    return out
+
+
+def run_meta(paths: list[str]) -> dict[str, Any]:
+    """What a lab or sim run directory says about its configuration: offered rate, workers
+    (threads c), cores m, processors p, socket capacity (packets), arrivals."""
+    metas = [_one_meta(p) for p in paths]
+    metas = [m for m in metas if m]
+    out: dict[str, Any] = {}
+    mixed = []
+    for k in sorted({k for m in metas for k in m}):
+        vals = {json.dumps(m.get(k), sort_keys=True, default=str) for m in metas}
+        if len(vals) == 1 and len([m for m in metas if k in m]) == len(metas):
+            out[k] = metas[0][k]
+        elif k in ("threads", "cores", "processors", "k_pkts", "offered_cps"):
+            mixed.append(k)
+    if mixed:
+        out["mixed"] = mixed
+    return out
+
+
+def _one_meta(p) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in [p]:
+        mp = Path(p) / "meta.json"
+        if not mp.is_file():
+            continue
+        try:
+            m = json.loads(mp.read_text(errors="replace"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(m, dict):
+            continue
+        if m.get("source") == "sim":
+            par = m.get("params") or {}
+            w, k = par.get("workload") or {}, par.get("kernel") or {}
+            cores = k.get("cores")
+            per = k.get("cores_per_socket") or cores
+            out.update({"source": "sim", "offered_cps": w.get("rate_cps"), "threads": k.get("threads"),
+                        "cores": cores, "processors": (math.ceil(cores / per) if cores and per else None),
+                        "k_pkts": k.get("rcvbuf_pkts"), "arrivals": w.get("arrivals"), "synthetic": True})
+        elif m.get("source") == "lab":
+            cfg = m.get("config") or {}
+            cpu = m.get("cpu") or {}
+            out.update({"source": "lab", "offered_cps": cfg.get("rate_cps"), "threads": cfg.get("workers"),
+                        "cores": cpu.get("count") if isinstance(cpu, dict) else None,
+                        "arrivals": cfg.get("arrivals"), "sched": cfg.get("sched")})
+            sk = str(((m.get("proxy") or {}).get("socket")) or "")
+            mm = re.search(r"rb(\d+)", sk)
+            if mm:
+                out["rcvbuf_bytes"] = int(mm.group(1))
+    return out
+
+
+@dataclass
+class RunMeasure:
+    """What one run measured (for the report) and its :class:`~sipperf.fit.RunInput` (for the fit)."""
+
+    label: str
+    n_messages: int
+    vantage: str
+    has_sojourn: bool
+    tracepoints: bool
+    duration_s: float
+    warmup_n: int
+    warmup_s: float
+    warmup_capped: bool
+    steady_n: int
+    window_s: float
+    lam_pps: float
+    lam_cps: float
+    calls: int
+    ca2: float
+    ca2_sd: float
+    ca2_msgs: float
+    pdr: float
+    pdr_ci95: float
+    dropped: int
+    retransmissions: int
+    k_pkts_data: float | None
+    fit_input: RunInput
+    #: which proxy the run measured (its socket in a capture, else the input's format): runs of
+    #: different proxies should not be fitted together
+    proxy_id: str = ""
+    series: dict[str, Any] = field(default_factory=dict)
+    components: pd.DataFrame | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _arr(tl: pd.DataFrame, c: str) -> np.ndarray:
+    return tl[c].to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float, str]:
+    """Mean and its standard error: batch means (30 batches) when there are enough values, else
+    the iid formula (``how`` says which)."""
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return float("nan"), float("nan"), "none"
+    if x.size >= MIN_BATCH_N:
+        ci = stats.batch_means_ci(x)
+        from scipy import stats as st
+        return ci.mean, ci.half_width / float(st.t.ppf(0.975, ci.batches - 1)), "batch means"
+    if x.size == 1:
+        return float(x[0]), float("nan"), "one value"
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)), "iid (too few values for batch means)"
+
+
+def initial_invites(tl: pd.DataFrame) -> pd.Series:
+    """Arrival instant (ns) of the first INVITE of each call (Call-ID)."""
+    inv = tl[(tl["msg_type"] == "INVITE").fillna(False).to_numpy(bool)]
+    if not len(inv):
+        return pd.Series(dtype="float64")
+    t = first_instant(inv)
+    return pd.Series(t).groupby(inv["call_id"].astype("string").to_numpy()).min().dropna().sort_values()
+
+
+def queue_at_drops(tl: pd.DataFrame) -> float | None:
+    """Median number of messages in the socket queue (t_stack <= t < t_sockq) when a message was
+    dropped: what the data say about the queue's capacity K (packets).  None without drops or
+    without tracepoints."""
+    d = tl["dropped"].fillna(False).to_numpy(bool)
+    if not d.any():
+        return None
+    ts, tq = _arr(tl, "t_stack"), _arr(tl, "t_sockq")
+    ok = np.isfinite(ts) & np.isfinite(tq)
+    if ok.sum() < 10:
+        return None
+    t_drop = first_instant(tl)[d]
+    t_drop = t_drop[np.isfinite(t_drop)]
+    if not t_drop.size:
+        return None
+    a, b = np.sort(ts[ok]), np.sort(tq[ok])
+    q = np.searchsorted(a, t_drop, side="right") - np.searchsorted(b, t_drop, side="right")
+    return float(np.median(q))
+
+
+def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) -> RunMeasure:
+    """The numbers of one run (see the module docstring)."""
+    from sipperf.calls import caller_side
+
+    meta = meta or {}
+    warnings: list[str] = []
+    if meta.get("mixed"):
+        warnings.append("this run pools inputs whose configurations differ (" + ", ".join(meta["mixed"])
+                        + "): those are taken as unknown; its statistics mix the configurations")
+    tl = caller_side(tl).reset_index(drop=True)
+    vantage = "proxy"
+    if "vantage" in tl.columns and tl["vantage"].notna().any():
+        vantage = str(tl["vantage"].dropna().iloc[0])
+    t_arr, t_dep = _arr(tl, "t_arr"), _arr(tl, "t_dep")
+    dropped = tl["dropped"].fillna(False).to_numpy(bool)
+    disp = tl["disposition"].astype("string").fillna("") if "disposition" in tl.columns else None
+    relayed = np.isfinite(t_arr) & np.isfinite(t_dep) & ~dropped
+    if disp is not None:
+        relayed &= (disp == "relayed").to_numpy(bool) | (disp == "").to_numpy(bool)
+    has_soj = vantage != "endpoint" and relayed.sum() >= 2
+    t0 = np.nanmin(first_instant(tl)) if len(tl) else np.nan
+    t_last = np.nanmax(np.where(np.isfinite(t_dep), t_dep, first_instant(tl))) if len(tl) else np.nan
+    duration = float((t_last - t0) / 1e9) if np.isfinite(t0) and np.isfinite(t_last) else 0.0
+    inv = initial_invites(tl)
+    # steady window: MSER-5 on the sojourn series in arrival order; cool-down after the last INVITE
+    order = np.argsort(np.where(relayed, t_arr, np.inf), kind="stable")[: int(relayed.sum())]
+    soj_us = (t_dep[order] - t_arr[order]) / 1e3
+    t_end = float(inv.iloc[-1]) if len(inv) >= 2 else (float(np.nanmax(t_arr)) if np.isfinite(t_arr).any() else t_last)
+    warm_n, capped = 0, False
+    t_start = t0
+    if has_soj and soj_us.size >= 20:
+        pre = soj_us[t_arr[order] <= t_end]
+        warm_n = stats.mser5(pre)
+        k = pre.size // 5
+        capped = k >= 4 and warm_n >= 5 * (k // 2)
+        if warm_n < order.size:
+            t_start = float(t_arr[order][warm_n])
+    window_s = max((t_end - t_start) / 1e9, 0.0) if np.isfinite(t_end) and np.isfinite(t_start) else 0.0
+    arrived = np.isfinite(t_arr)
+    if disp is not None:
+        arrived_fw = arrived & ((disp == "relayed") | (disp == "dropped") | (disp == "") |
+                                (disp == "seen")).to_numpy(bool)
+    else:
+        arrived_fw = arrived
+    in_win = arrived & (t_arr >= t_start) & (t_arr <= t_end)
+    n_in = int(in_win.sum())
+    inv_win = inv[(inv >= t_start) & (inv <= t_end)]
+    if n_in >= MIN_RATE_MESSAGES and len(inv_win) >= MIN_RATE_CALLS and window_s > 0:
+        lam_pps = n_in / window_s
+        lam_cps = (len(inv_win) - 1) / ((inv_win.iloc[-1] - inv_win.iloc[0]) / 1e9)
+    else:
+        lam_pps = lam_cps = float("nan")
+        warnings.append(f"too short to measure an arrival rate ({n_in} messages, {len(inv_win)} calls in a "
+                        f"{window_s:.3g} s window; at least {MIN_RATE_MESSAGES} messages and {MIN_RATE_CALLS} "
+                        "calls are needed): no utilisation, no queueing correction of the service time")
+        if meta.get("offered_cps"):
+            lam_cps = float(meta["offered_cps"])
+    # arrivals: SCV of the calls' inter-arrival times (1 for Poisson); its sd is about 2/sqrt(n)
+    ca2 = ca2_sd = float("nan")
+    if len(inv_win) >= 10:
+        g = np.diff(inv_win.to_numpy())
+        if g.mean() > 0:
+            ca2 = float(g.var() / g.mean() ** 2)
+            ca2_sd = 2.0 / math.sqrt(g.size)
+    ta = np.sort(t_arr[in_win])
+    ca2_msgs = float(np.diff(ta).var() / np.diff(ta).mean() ** 2) if ta.size >= 10 and np.diff(ta).mean() > 0 else float("nan")
+    if math.isfinite(ca2) and abs(ca2 - 1) > max(0.2, 3 * ca2_sd):
+        kind = "burstier than Poisson" if ca2 > 1 else "more regular than Poisson"
+        warnings.append(f"non-Poisson call arrivals: inter-arrival SCV c_a² = {ca2:.2f} "
+                        f"(CV {math.sqrt(ca2):.2f}; Poisson gives 1 ± {2 * ca2_sd:.2f}): {kind}. "
+                        "M/G/1 (eq. 4.2) assumes Poisson arrivals; its predicted wait is then "
+                        + ("too low" if ca2 > 1 else "too high") + " (Kingman: W grows with (c_a² + c_s²)/2)")
+    # drops in the window, with a batch-means CI on the 0/1 series in arrival order
+    pdr = pdr_ci = float("nan")
+    n_drop = int(dropped.sum())
+    if vantage != "endpoint":
+        sel = arrived_fw & (t_arr >= t_start) & (t_arr <= t_end)
+        if disp is not None:
+            sel &= ((disp == "relayed") | (disp == "dropped") | (disp == "")).to_numpy(bool)
+        o = np.argsort(t_arr[sel], kind="stable")
+        ind = dropped[sel][o].astype(float)
+        if ind.size:
+            pdr = float(ind.mean())
+            if ind.size >= MIN_BATCH_N:
+                pdr_ci = stats.batch_means_ci(ind).half_width
+            else:
+                pdr_ci = 1.96 * math.sqrt(max(pdr * (1 - pdr), 1e-12) / ind.size)
+    retrans = 0
+    if "retrans" in tl.columns:
+        retrans += int(tl["retrans"].fillna(False).astype(bool).sum())
+    if disp is not None:
+        retrans += int((disp == "absorbed: retransmission").sum())
+    # Q and R per message in the window
+    ts, tq = _arr(tl, "t_stack"), _arr(tl, "t_sockq")
+    tp = relayed & np.isfinite(ts) & np.isfinite(tq)
+    tracepoints = bool(has_soj and tp.sum() >= 0.9 * relayed.sum())
+    steady = relayed & (t_arr >= t_start) & (t_arr <= t_end)
+    o = np.argsort(t_arr[steady], kind="stable")
+    types = tl["msg_type"].astype("string").to_numpy(object)[steady][o]
+    if tracepoints:
+        q = ((tq - ts)[steady][o]) / 1e3
+        r = ((t_dep - tq)[steady][o]) / 1e3
+        q_kind = "k_sockq"
+    else:
+        q = ((t_dep - t_arr)[steady][o]) / 1e3
+        r = np.zeros_like(q)
+        q_kind = "sojourn"
+    q_mean, q_se, how = _mean_se(q) if has_soj else (float("nan"), float("nan"), "none")
+    r_mean, r_se, _ = _mean_se(r) if tracepoints else (0.0, 0.0, "")
+    by_q, by_qse, by_r, by_rse, share = {}, {}, {}, {}, {}
+    if has_soj and q.size:
+        for t in pd.unique(types):
+            m = types == t
+            if m.sum() < 2:
+                continue
+            by_q[t], by_qse[t], _ = _mean_se(q[m])
+            if tracepoints:
+                by_r[t], by_rse[t], _ = _mean_se(r[m])
+            share[t] = float(m.mean())
+    if has_soj and how.startswith("iid"):
+        warnings.append(f"only {q.size} steady-state messages: the CIs use the iid formula, not batch means "
+                        "(they are too narrow when waits are correlated)")
+    if capped:
+        warnings.append("no steady state found: MSER-5 cut the first half of the run (its maximum), so the "
+                        "sojourn kept changing — the queue may be growing (ρ ≥ 1) or the run is too short")
+    if n_drop:
+        warnings.append(f"{n_drop} messages dropped at the proxy"
+                        + (f" (PDR {100 * pdr:.2f} % ± {100 * pdr_ci:.2f} in the steady window)"
+                           if math.isfinite(pdr) else ""))
+    if retrans:
+        warnings.append(f"{retrans} retransmissions seen: SIP timers fired (lost or late messages); "
+                        "retransmissions add load the call rate does not show")
+    kq = queue_at_drops(tl) if tracepoints else None
+    k_meta = meta.get("k_pkts")
+    threads = meta.get("threads")
+    fi = RunInput(
+        run=label, lam_pps=lam_pps if math.isfinite(lam_pps) else 0.0, lam_cps=lam_cps, q_kind=q_kind,
+        q_mean_us=q_mean, q_se_us=q_se if math.isfinite(q_se) else 0.0,
+        q_var_us2=float(np.var(q)) if q.size > 1 else 0.0, q_by_type=by_q,
+        q_se_by_type={k: (v if math.isfinite(v) else 0.0) for k, v in by_qse.items()},
+        r_mean_us=r_mean if tracepoints else 0.0, r_se_us=r_se if tracepoints and math.isfinite(r_se) else 0.0,
+        r_var_us2=float(np.var(r)) if tracepoints and r.size > 1 else 0.0, r_by_type=by_r,
+        r_se_by_type={k: (v if math.isfinite(v) else 0.0) for k, v in by_rse.items()}, share_by_type=share,
+        pdr=pdr, pdr_se=(pdr_ci / 1.96 if math.isfinite(pdr_ci) else 0.0), threads=threads,
+        cores=meta.get("cores"), processors=meta.get("processors"),
+        k_pkts=float(k_meta) if k_meta else (kq + (threads or 1) if kq is not None else None),
+        steady=not capped)
+    # series for the figures: sojourn (and K_sockq) in arrival order, thinned to <= 4000 points
+    series: dict[str, Any] = {}
+    if has_soj:
+        step = max(1, order.size // 4000)
+        series = {"t_s": ((t_arr[order] - t0) / 1e9)[::step], "sojourn_us": soj_us[::step],
+                  "warmup_t_s": float((t_start - t0) / 1e9), "end_t_s": float((t_end - t0) / 1e9),
+                  "warmup_n": warm_n}
+        if tracepoints:
+            series["k_sockq_us"] = ((tq - ts)[order] / 1e3)[::step]
+    comp = components_table(tl[in_win].reset_index(drop=True) if has_soj else tl) if len(tl) else None
+    proxy_id = ""
+    if "proxy" in tl.columns and tl["proxy"].notna().any():
+        proxy_id = str(tl["proxy"].dropna().mode().iloc[0])
+    elif meta.get("source"):
+        proxy_id = f"{meta['source']} run"
+    return RunMeasure(label=label, n_messages=len(tl), vantage=vantage, has_sojourn=has_soj, proxy_id=proxy_id,
+                      tracepoints=tracepoints, duration_s=duration, warmup_n=int(warm_n),
+                      warmup_s=float((t_start - t0) / 1e9) if np.isfinite(t_start) and np.isfinite(t0) else 0.0,
+                      warmup_capped=bool(capped), steady_n=int(q.size), window_s=window_s, lam_pps=lam_pps,
+                      lam_cps=lam_cps, calls=int(len(inv)), ca2=ca2, ca2_sd=ca2_sd, ca2_msgs=ca2_msgs,
+                      pdr=pdr, pdr_ci95=pdr_ci, dropped=n_drop, retransmissions=retrans, k_pkts_data=kq,
+                      fit_input=fi, series=series, components=comp, warnings=warnings)
+
+
+#: components shown in the report (in this order), when the data have them
+SHOWN = ("sojourn", "k_stack", "k_sockq", "k_copy", "t_sip", "k_snd", "k_rcv")
+
+
+def components_table(tl: pd.DataFrame) -> pd.DataFrame:
+    """Per message type and component: n, mean with its batch-means 95 % CI half-width (30
+    batches, arrival order; iid below 60 values), median and p99, in µs."""
+    from sipperf.components import derive_arrays
+    from sipperf.timeline import MSG_TYPES
+
+    arrays = derive_arrays(tl)
+    order = np.argsort(first_instant(tl), kind="stable")
+    types = tl["msg_type"].astype("string").to_numpy(object)[order]
+    rows = []
+    for comp in SHOWN:
+        v = arrays[comp][order] / 1e3
+        if not np.isfinite(v).any():
+            continue
+        for t in [t for t in MSG_TYPES if (types == t).any()] + ["ALL"]:
+            x = v if t == "ALL" else v[types == t]
+            x = x[np.isfinite(x)]
+            if not x.size:
+                continue
+            mean, se, how = _mean_se(x)
+            hw = (stats.batch_means_ci(x).half_width if how == "batch means"
+                  else 1.96 * se if math.isfinite(se) else float("nan"))
+            rows.append({"component": comp, "msg_type": t, "n": int(x.size), "mean_us": mean, "ci95_hw_us": hw,
+                         "ci_method": how, "median_us": float(np.median(x)), "p99_us": float(np.percentile(x, 99))})
+    return pd.DataFrame(rows, columns=["component", "msg_type", "n", "mean_us", "ci95_hw_us", "ci_method",
+                                       "median_us", "p99_us"])
+
+
+# ---- stored summaries: the lab's long recording (datasets/lab/long) --------------------------------
+
+def is_summary_dataset(p) -> bool:
+    """A directory of stored per-point summaries (``runs.csv`` + ``components.csv``, the lab's long
+    recording: ``datasets/lab/README.md``) rather than per-message data."""
+    p = Path(p)
+    return p.is_dir() and (p / "runs.csv").is_file() and (p / "components.csv").is_file()
+
+
+def _hist_var_us2(h: pd.DataFrame) -> float:
+    """Variance (µs²) of one stored histogram group, each bin at its geometric centre."""
+    h = h[np.isfinite(h["lo_us"]) & np.isfinite(h["hi_us"])]
+    if not len(h):
+        return float("nan")
+    x = np.sqrt(h["lo_us"].to_numpy() * h["hi_us"].to_numpy())
+    w = h["count"].to_numpy(dtype=float)
+    m = float((w * x).sum() / w.sum())
+    return float((w * (x - m) ** 2).sum() / w.sum())
+
+
+def summary_measures(root, msgs_per_call: float = 6.0) -> list[tuple[str, dict, "RunMeasure"]]:
+    """One :class:`RunMeasure` per stored point of a summary dataset (:func:`is_summary_dataset`),
+    from its ``runs.csv`` row and ``components.csv`` rows (and ``histograms.parquet`` for the
+    variances, when present).  The message rate is the offered call rate × ``msgs_per_call``
+    (the points store no per-message arrivals); everything else is the stored steady-state
+    statistics.  Columns a point lacks are left unknown, never guessed."""
+    from sipperf.ingest.lab_dataset import load_components, load_histograms, load_points
+
+    root = Path(root)
+    pts = load_points(root)
+    comp = load_components(root)
+    for name, df, need in (("runs.csv", pts, ("run_id", "rate_cps")),
+                           ("components.csv", comp, ("run_id", "msg_type", "component", "n", "mean_us"))):
+        miss = [c for c in need if c not in df.columns]
+        if miss:
+            raise ValueError(f"{name} lacks the column(s) {', '.join(miss)}")
+    if "series" in pts.columns and (pts["series"] == "workers").any():
+        pts = pts[pts["series"] == "workers"]   # the rate sweeps; sched and overload points differ in set-up
+    hist = None
+    if (root / "histograms.parquet").is_file():
+        try:
+            hist = load_histograms(root)
+        except Exception:  # noqa: BLE001 - an unreadable histogram file only costs the variances
+            hist = None
+    t_crit = 2.045  # t_{0.975, 29}: the stored CIs are batch means over 30 batches
+    out = []
+    for _, row in pts.iterrows():
+        rid = str(row.get("run_id"))
+        c = comp[comp["run_id"].astype(str) == rid]
+
+        def stat(component, mtype="ALL", col="mean_us"):
+            x = c[(c["component"] == component) & (c["msg_type"].astype(str) == mtype)]
+            return float(x[col].iloc[0]) if len(x) and col in x else float("nan")
+
+        types = [t for t in c["msg_type"].astype(str).unique() if t != "ALL"]
+        n_all = stat("k_sockq", "ALL", "n")
+        q_by = {t: stat("k_sockq", t) for t in types}
+        q_se = {t: stat("k_sockq", t, "ci_hw_us") / t_crit for t in types}
+        r_by = {t: stat("k_copy", t) + stat("t_sip", t) + stat("k_snd", t) for t in types}
+        r_se = {t: math.sqrt(sum((stat(k, t, "ci_hw_us") / t_crit) ** 2 for k in ("k_copy", "t_sip", "k_snd")))
+                for t in types}
+        share = {t: stat("k_sockq", t, "n") / n_all for t in types} if n_all and n_all > 0 else {}
+        tracepoints = math.isfinite(stat("k_sockq"))
+        r_var = float("nan")
+        if hist is not None and tracepoints:
+            hv = [_hist_var_us2(hist[(hist["run_id"].astype(str) == rid) & (hist["msg_type"].astype(str) == "ALL")
+                                     & (hist["component"] == k)]) for k in ("k_copy", "t_sip", "k_snd")]
+            r_var = float(sum(hv)) if all(math.isfinite(v) for v in hv) else float("nan")
+        rate = float(row.get("rate_cps", float("nan")))
+        workers = row.get("workers")
+        threads = int(workers) if pd.notna(workers) else None
+        pdr = float(row["pdr"]) if "pdr" in row and pd.notna(row["pdr"]) else float("nan")
+        pdr_hw = float(row["pdr_ci_hw"]) if "pdr_ci_hw" in row and pd.notna(row["pdr_ci_hw"]) else 0.0
+        warnings = ["summary-only point: statistics as stored (no per-message data: no time series, ECDF or "
+                    "ladders); the message rate is the offered call rate × 6"]
+        if bool(row.get("machine_busy", False)) is True:
+            warnings.append("recorded while other processes used the CPUs (machine_busy)")
+        q_kind = "k_sockq" if tracepoints else "sojourn"
+        qm = stat("k_sockq") if tracepoints else stat("sojourn")
+        qhw = stat("k_sockq", col="ci_hw_us") if tracepoints else stat("sojourn", col="ci_hw_us")
+        fi = RunInput(
+            run=rid, lam_pps=rate * msgs_per_call if math.isfinite(rate) else 0.0, lam_cps=rate, q_kind=q_kind,
+            q_mean_us=qm, q_se_us=qhw / t_crit if math.isfinite(qhw) else 0.0,
+            q_var_us2=0.0, q_by_type={k: v for k, v in q_by.items() if math.isfinite(v)},
+            q_se_by_type={k: v for k, v in q_se.items() if math.isfinite(v)},
+            r_mean_us=(stat("k_copy") + stat("t_sip") + stat("k_snd")) if tracepoints else 0.0,
+            r_se_us=math.sqrt(sum((stat(k, "ALL", "ci_hw_us") / t_crit) ** 2 for k in ("k_copy", "t_sip", "k_snd")))
+            if tracepoints else 0.0,
+            r_var_us2=r_var if math.isfinite(r_var) else 0.0,
+            r_by_type={k: v for k, v in r_by.items() if math.isfinite(v)} if tracepoints else {},
+            r_se_by_type={k: v for k, v in r_se.items() if math.isfinite(v)} if tracepoints else {},
+            share_by_type=share, pdr=pdr, pdr_se=pdr_hw / 1.96, threads=threads, steady=True)
+        if tracepoints and not math.isfinite(r_var):
+            warnings.append("no stored histograms: the service time's variance within a message type is taken "
+                            "as 0 (only the spread between the types counts)")
+        comps = c.rename(columns={"mean_us": "mean_us", "ci_hw_us": "ci95_hw_us", "p50_us": "median_us"})
+        comps = comps[[x for x in ("component", "msg_type", "n", "mean_us", "ci95_hw_us", "median_us", "p99_us")
+                       if x in comps.columns]].copy()
+        comps["ci_method"] = "batch means (stored)"
+        meas = RunMeasure(
+            label=rid, n_messages=int(row.get("sojourn_n", 0) or 0), vantage="proxy", has_sojourn=math.isfinite(qm),
+            tracepoints=tracepoints, duration_s=float(row.get("load_seconds", float("nan"))),
+            warmup_n=int(row.get("warmup_msgs", 0) or 0), warmup_s=float(row.get("warmup_s", 0.0) or 0.0),
+            warmup_capped=False, steady_n=int(n_all) if n_all and math.isfinite(n_all) else 0,
+            window_s=float("nan"), lam_pps=fi.lam_pps, lam_cps=rate, calls=int(row.get("calls_offered", 0) or 0),
+            ca2=float("nan"), ca2_sd=float("nan"), ca2_msgs=float("nan"), pdr=pdr, pdr_ci95=pdr_hw,
+            dropped=int(row.get("steady_dropped", 0) or 0), retransmissions=int(row.get("uac_retransmissions", 0) or 0),
+            k_pkts_data=None, fit_input=fi, series={}, components=comps, warnings=warnings)
+        meta = {"source": "lab-summary", "threads": threads, "offered_cps": rate,
+                "series": row.get("series"), "workers": threads}
+        out.append((rid, meta, meas))
+    return out
