@@ -82,3 +82,10 @@ def test_percentiles_type7_reference():
 def test_too_few_observations():
     with pytest.raises(ValueError, match="at least 30"):
         stats.batch_means_ci(np.arange(10.0))
+
+
+def test_tabled_t_quantiles_match_scipy():
+    # the table lets batch_means_ci run without importing scipy.stats (start-up time)
+    for (df, p), v in stats._T_QUANTILES.items():
+        assert v == pytest.approx(st.t.ppf(p, df), rel=1e-14)
+    assert stats.t_quantile(0.975, 7) == pytest.approx(st.t.ppf(0.975, 7), rel=1e-14)  # not tabled

@@ -77,6 +77,8 @@ between SDT (§4.5) and SER (§4.6), so it is not computed here.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -202,7 +204,10 @@ def _attempts(tx: pd.DataFrame, run_end: pd.Series, timer_ns: float, invite: boo
 def _first_bye(d: pd.DataFrame, run_end: pd.Series, timer_ns: float) -> pd.DataFrame:
     """Per key, the earliest BYE transaction: t_bye, its final response (t_bye_fin, s_bye_fin) and
     whether it timed out or is still pending."""
-    tx = _transactions(d, "BYE")
+    return _first_bye_from(_transactions(d, "BYE"), run_end, timer_ns)
+
+
+def _first_bye_from(tx: pd.DataFrame, run_end: pd.Series, timer_ns: float) -> pd.DataFrame:
     b = tx.drop_duplicates("key", keep="first").set_index("key")  # tx is sorted by (key, t_req)
     no_final = b["s_fin"].isna().to_numpy()
     seen_for = run_end.reindex(b["run"]).to_numpy() - b["t_req"].to_numpy()
@@ -218,13 +223,19 @@ def call_table(timeline: pd.DataFrame, timer_s: float = TIMER_S) -> pd.DataFrame
     for the established attempt the call's first BYE (t_bye, t_bye_fin, s_bye_fin, bye_timeout,
     bye_pending)."""
     d, run_end = _messages(timeline)
+    return call_table_from(_transactions(d, "INVITE"), _transactions(d, "BYE"), run_end, timer_s)
+
+
+def call_table_from(inv: pd.DataFrame, bye_tx: pd.DataFrame, run_end: pd.Series,
+                    timer_s: float = TIMER_S) -> pd.DataFrame:
+    """:func:`call_table` from the INVITE and BYE transactions (:func:`_transactions` tables)."""
     timer_ns = timer_s * 1e9
-    tx = _transactions(d, "INVITE")
+    tx = inv
     ok = (tx.s_fin >= 200) & (tx.s_fin < 300)
     t_est = tx[ok].groupby("key")["t_fin"].min()
     tx = tx[~(tx["t_req"] > t_est.reindex(tx["key"]).to_numpy())].reset_index(drop=True)  # no re-INVITEs
     a = _attempts(tx, run_end, timer_ns, invite=True)
-    bye = _first_bye(d, run_end, timer_ns).reindex(a["key"])
+    bye = _first_bye_from(bye_tx, run_end, timer_ns).reindex(a["key"])
     est = ((a.s_fin >= 200) & (a.s_fin < 300)).to_numpy() & ~(bye["t_bye"].to_numpy() < a["t_fin"].to_numpy())
     for col in ("t_bye", "t_bye_fin", "s_bye_fin"):  # only the established attempt owns the BYE
         a[col] = np.where(est, bye[col].to_numpy(dtype="float64"), np.nan)
@@ -240,11 +251,17 @@ def registration_table(timeline: pd.DataFrame, timer_s: float = TIMER_S) -> pd.D
     return _attempts(_transactions(d, "REGISTER"), run_end, timer_s * 1e9, invite=False)
 
 
+def exact_mean(v: np.ndarray) -> float:
+    """Mean of ``v`` from its correctly rounded sum (``math.fsum``): the same number whatever
+    the order of the values (so a streaming pass and an in-memory pass agree bit for bit)."""
+    return math.fsum(v) / len(v) if len(v) else np.nan
+
+
 def _delay_row(name: str, v_ns: np.ndarray, definition: str) -> dict:
     v = np.asarray(v_ns, dtype=float)
     v = v[np.isfinite(v)] / 1e3
     return {"metric": name, "unit": "us", "count": int(len(v)),
-            "value": float(v.mean()) if len(v) else np.nan,
+            "value": exact_mean(v),
             "median": float(np.median(v)) if len(v) else np.nan,
             "p99": float(np.percentile(v, 99)) if len(v) else np.nan,
             "definition": definition}
@@ -294,7 +311,15 @@ def _is_failure(s: np.ndarray) -> np.ndarray:
 
 def metrics(timeline: pd.DataFrame, offered: int | None = None, timer_s: float = TIMER_S) -> pd.DataFrame:
     """All metrics as a table (metric, unit, count, value, median, p99, definition)."""
-    c = call_table(timeline, timer_s)
+    d, run_end = _messages(timeline)
+    c = call_table_from(_transactions(d, "INVITE"), _transactions(d, "BYE"), run_end, timer_s)
+    r = _attempts(_transactions(d, "REGISTER"), run_end, timer_s * 1e9, invite=False)
+    return metrics_from(c, r, _pdr_row(timeline, offered), timer_s)
+
+
+def metrics_from(c: pd.DataFrame, r: pd.DataFrame, pdr_row: dict, timer_s: float = TIMER_S) -> pd.DataFrame:
+    """The metrics table from the call table ``c`` (:func:`call_table`), the registration table
+    ``r`` (:func:`registration_table`) and the PDR row."""
     fs = c["s_fin"].to_numpy(dtype="float64")
     si = c["s_ind"].to_numpy(dtype="float64")
     srd = (c.t_ind - c.t_start).to_numpy(dtype="float64")
@@ -329,25 +354,40 @@ def metrics(timeline: pd.DataFrame, offered: int | None = None, timer_s: float =
         _ratio_row("SCR", int((done & ok & bye_answered).sum()), scr_den,
                    "§4.9: established sessions whose BYE got a final response / attempts"),
     ]
-    rows += _registration_rows(registration_table(timeline, timer_s))
-    rows.append(_pdr_row(timeline, offered))
+    rows += _registration_rows(r)
+    rows.append(pdr_row)
     return pd.DataFrame(rows)
 
 
 def _pdr_row(timeline: pd.DataFrame, offered: int | None) -> dict:
     tl = caller_side(timeline)
     if not has_proxy(tl):
-        return {"metric": "PDR", "unit": "%", "count": 0, "value": np.nan, "median": np.nan, "p99": np.nan,
-                "definition": "not defined: no proxy in this capture (endpoint view)"}
+        return pdr_row_from(False, False, 0, 0, offered)
+    dropped = int(tl["dropped"].fillna(False).astype(bool).sum()) if len(tl) else 0
     if "disposition" in tl.columns:
         disp = tl["disposition"].astype("string")
         total = int(((disp == "relayed") | (disp == "dropped")).fillna(False).sum())
-        what = "dropped / (relayed + dropped) messages: hop-by-hop, absorbed and answered messages excluded"
     else:
         total = len(tl)
+    return pdr_row_from(True, "disposition" in tl.columns, dropped, total, offered)
+
+
+def pdr_row_from(proxy: bool, by_disposition: bool, dropped: int, total: int, offered: int | None) -> dict:
+    """The PDR row of :func:`metrics` from the caller side's counts: ``dropped`` rows and
+    ``total`` (relayed + dropped with the drop rule's dispositions, else all rows)."""
+    if not proxy:
+        return {"metric": "PDR", "unit": "%", "count": 0, "value": np.nan, "median": np.nan, "p99": np.nan,
+                "definition": "not defined: no proxy in this capture (endpoint view)"}
+    if by_disposition:
+        what = "dropped / (relayed + dropped) messages: hop-by-hop, absorbed and answered messages excluded"
+    else:
         what = "dropped / total messages"
-    total = offered if offered is not None else total
-    v = pdr(timeline, offered)
+    if offered is not None:
+        delivered = total - dropped
+        v = max(dropped, offered - delivered) / offered if offered else np.nan
+        total = offered
+    else:
+        v = dropped / total if total else np.nan
     return {"metric": "PDR", "unit": "%", "count": int(total), "value": 100.0 * v if total else np.nan,
             "median": np.nan, "p99": np.nan, "definition": f"{what} (seed 000 ch. 6)"}
 
@@ -376,25 +416,37 @@ def transactions(timeline: pd.DataFrame) -> pd.DataFrame:
     ``final``: first final response (>= 200).  Delays in µs (median, p99), counts as numbers.
     """
     tl = caller_side(timeline)
-    cols = ["method", "transactions", "request_copies", "retransmitted", "answered_final", "no_final",
-            "first_response_clean_median_us", "first_response_clean_p99_us", "final_clean_count",
-            "final_clean_mean_us", "final_clean_median_us", "final_clean_p99_us", "final_retrans_count",
-            "final_retrans_median_us", "final_retrans_p99_us"]
     if not len(tl):
-        return pd.DataFrame(columns=cols)
+        return transactions_from(None)
     d, _ = _messages(tl)
     own = np.zeros(len(d), bool)  # tl is already the caller side: rows align with d
     if "disposition" in tl.columns:
         own = (tl["disposition"].astype("string") == "originated").fillna(False).to_numpy(bool)
     rq = d[(d.kind == "request") & ~own & np.isfinite(d.req_t)]
     if rq.empty:
-        return pd.DataFrame(columns=cols)
+        return transactions_from(None)
     tx = rq.groupby(["key", "cseq", "method"]).agg(t_req=("req_t", "min"), copies=("req_t", "size")).reset_index()
     rs = d[(d.kind == "response") & ~d.dropped & np.isfinite(d.resp_t)].sort_values("resp_t", kind="stable")
     rs = rs.drop(columns="method").rename(columns={"cmeth": "method"})
     first = rs.groupby(["key", "cseq", "method"])["resp_t"].min().rename("t_first")
     fin = rs[rs.status >= 200].groupby(["key", "cseq", "method"])["resp_t"].min().rename("t_fin")
     tx = tx.join(first, on=["key", "cseq", "method"]).join(fin, on=["key", "cseq", "method"])
+    return transactions_from(tx)
+
+
+TRANSACTION_COLUMNS = [
+    "method", "transactions", "request_copies", "retransmitted", "answered_final", "no_final",
+    "first_response_clean_median_us", "first_response_clean_p99_us", "final_clean_count",
+    "final_clean_mean_us", "final_clean_median_us", "final_clean_p99_us", "final_retrans_count",
+    "final_retrans_median_us", "final_retrans_p99_us"]
+
+
+def transactions_from(tx: pd.DataFrame | None) -> pd.DataFrame:
+    """The :func:`transactions` table from one row per transaction: ``method`` (upper case),
+    ``copies`` (request copies), ``t_req`` (first copy), ``t_first`` / ``t_fin`` (first response
+    / first final response, NaN if none), instants in float ns."""
+    if tx is None or not len(tx):
+        return pd.DataFrame(columns=TRANSACTION_COLUMNS)
     out = []
     for m, g in tx.groupby("method", sort=True):
         re = g["copies"].to_numpy() > 1
@@ -410,12 +462,12 @@ def transactions(timeline: pd.DataFrame) -> pd.DataFrame:
             "retransmitted": int(re.sum()), "answered_final": int(np.isfinite(fd).sum()),
             "no_final": int((~np.isfinite(fd)).sum()),
             "first_response_clean_median_us": q(fr_c, 50), "first_response_clean_p99_us": q(fr_c, 99),
-            "final_clean_count": int(len(fd_c)), "final_clean_mean_us": float(fd_c.mean()) if len(fd_c) else np.nan,
+            "final_clean_count": int(len(fd_c)), "final_clean_mean_us": exact_mean(fd_c),
             "final_clean_median_us": q(fd_c, 50), "final_clean_p99_us": q(fd_c, 99),
             "final_retrans_count": int(len(fd_r)), "final_retrans_median_us": q(fd_r, 50),
             "final_retrans_p99_us": q(fd_r, 99),
         })
-    return pd.DataFrame(out, columns=cols)
+    return pd.DataFrame(out, columns=TRANSACTION_COLUMNS)
 
 
 def message_counts(timeline: pd.DataFrame) -> pd.DataFrame:
@@ -425,7 +477,7 @@ def message_counts(timeline: pd.DataFrame) -> pd.DataFrame:
     counts per ``disposition``."""
     tl = timeline
     if not len(tl):
-        return pd.DataFrame(columns=["kind", "method", "status", "cseq_method", "messages", "retransmissions"])
+        return message_counts_from(None)
     kind = tl["kind"].astype("string")
     df = pd.DataFrame({
         "kind": kind,
@@ -441,13 +493,24 @@ def message_counts(timeline: pd.DataFrame) -> pd.DataFrame:
         disp = tl["disposition"].astype("string").fillna("")
         re |= (disp == "absorbed: retransmission").to_numpy(bool)
         df["disposition"] = disp.to_numpy(object)
-    df["re"] = re
+    df["re"] = re.astype(np.int64)
+    df["n"] = np.ones(len(df), np.int64)
+    return message_counts_from(df)
+
+
+def message_counts_from(df: pd.DataFrame | None) -> pd.DataFrame:
+    """The :func:`message_counts` table from rows of (kind, method, status, cseq_method,
+    [disposition], re, n): ``n`` messages, all retransmissions when ``re`` (text columns as
+    :func:`message_counts` writes them)."""
+    if df is None or not len(df):
+        return pd.DataFrame(columns=["kind", "method", "status", "cseq_method", "messages", "retransmissions"])
     keys = ["kind", "method", "status", "cseq_method"]
+    df = df.assign(re=df["re"].astype(np.int64) * df["n"])
     g = df.groupby(keys, sort=True)
-    out = g.size().rename("messages").to_frame()
+    out = g["n"].sum().astype(np.int64).rename("messages").to_frame()
     out["retransmissions"] = g["re"].sum().astype(int)
     if "disposition" in df.columns:
-        piv = df.groupby([*keys, "disposition"]).size().unstack("disposition", fill_value=0)
+        piv = df.groupby([*keys, "disposition"])["n"].sum().unstack("disposition", fill_value=0)
         out = out.join(piv, how="left").fillna(0)
         for c in piv.columns:
             out[c] = out[c].astype(int)

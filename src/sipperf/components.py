@@ -177,29 +177,6 @@ def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = N
     gidx = lut[codes]
     del codes
     counts = np.bincount(gidx.astype(np.int64) + 1, minlength=len(names) + 1)[1:]
-    rows = [{"msg_type": t, "count": int(c)} for t, c in zip(names, counts)]
-    rows.append({"msg_type": "ALL", "count": n})
-    pct = quantile * 100
-    n_groups = len(names)
-    local = threading.local()  # per worker thread: one float buffer, reused
-
-    def one(x: np.ndarray) -> tuple[float, ...]:
-        if not len(x):
-            return (0, np.nan, np.nan, np.nan)
-        return (len(x), float(x.mean()), *median_percentile(x, pct))
-
-    def stats(c: str, fill) -> list[tuple[float, ...]] | None:
-        """(count, mean, median, p) per group (ALL last) of one component, or None if empty;
-        ``fill(grouped, out, off)`` writes the values (two passes: all, then by group)."""
-        if not hasattr(local, "buf"):
-            local.buf = np.empty(n, np.float64)
-        off = np.zeros(n_groups + 1, np.int64)
-        n_all = fill(False, local.buf, off)
-        if n_all == 0:
-            return None
-        res_all = one(local.buf[:n_all])
-        fill(True, local.buf, off)
-        return [one(local.buf[off[g]:off[g + 1]]) for g in range(n_groups)] + [res_all]
 
     def diff_filler(a: str, b: str):
         va, ma = _values_mask(timeline, a)
@@ -213,6 +190,63 @@ def summary(timeline: pd.DataFrame, unit: str = "us", *, alpha: float | None = N
             v = np.ascontiguousarray(sw[name].to_numpy(), dtype=np.float64)
             jobs.append((name, lambda grouped, out, off, v=v:
                          _bucket_float(v, gidx, scale, grouped, out, off)))
+    return _summary_rows(names, counts, n, jobs, quantile)
+
+
+def summary_from_values(type_counts: dict[str, int], values: dict[str, tuple[np.ndarray, np.ndarray]],
+                        unit: str = "us", quantile: float = 0.99) -> pd.DataFrame:
+    """:func:`summary` from what a streaming pass keeps: the number of messages per type
+    (``type_counts``, msg_type -> count) and, per component, its int64 ns values in timeline
+    row order with their message type (index into :data:`~sipperf.timeline.MSG_TYPES`).
+    The same numbers as :func:`summary` on the timeline those values come from, bit for bit."""
+    if unit not in UNIT_NS:
+        raise ValueError(f"unit {unit!r} not in {list(UNIT_NS)}")
+    scale = float(UNIT_NS[unit])
+    names = [t for t in MSG_TYPES if type_counts.get(t, 0) > 0]
+    counts = np.array([type_counts[t] for t in names], np.int64)
+    lut = np.full(len(MSG_TYPES) + 1, -1, np.int8)
+    for g, t in enumerate(names):
+        lut[MSG_TYPES.index(t)] = g
+    jobs = []
+    for name, (v, types) in values.items():
+        v = np.ascontiguousarray(v, dtype=np.int64)
+        gi = lut[np.asarray(types, dtype=np.int64)]
+        z = np.zeros(len(v), np.int64)
+        m = np.zeros(len(v), bool)
+        jobs.append((name, lambda grouped, out, off, v=v, gi=gi, z=z, m=m:
+                     _bucket_diff(v, z, m, m, gi, scale, grouped, out, off)))
+    return _summary_rows(names, counts, int(sum(type_counts.values())), jobs, quantile,
+                         buf_len=max((len(v) for v, _ in values.values()), default=0))
+
+
+def _summary_rows(names: list[str], counts: np.ndarray, n: int, jobs: list, quantile: float,
+                  buf_len: int | None = None) -> pd.DataFrame:
+    """The rows of :func:`summary`: ``jobs`` = [(component, fill(grouped, out, off))]."""
+    rows = [{"msg_type": t, "count": int(c)} for t, c in zip(names, counts)]
+    rows.append({"msg_type": "ALL", "count": n})
+    pct = quantile * 100
+    n_groups = len(names)
+    local = threading.local()  # per worker thread: one float buffer, reused
+    buf_len = n if buf_len is None else buf_len
+
+    def one(x: np.ndarray) -> tuple[float, ...]:
+        if not len(x):
+            return (0, np.nan, np.nan, np.nan)
+        return (len(x), float(x.mean()), *median_percentile(x, pct))
+
+    def stats(c: str, fill) -> list[tuple[float, ...]] | None:
+        """(count, mean, median, p) per group (ALL last) of one component, or None if empty;
+        ``fill(grouped, out, off)`` writes the values (two passes: all, then by group)."""
+        if not hasattr(local, "buf"):
+            local.buf = np.empty(buf_len, np.float64)
+        off = np.zeros(n_groups + 1, np.int64)
+        n_all = fill(False, local.buf, off)
+        if n_all == 0:
+            return None
+        res_all = one(local.buf[:n_all])
+        fill(True, local.buf, off)
+        return [one(local.buf[off[g]:off[g + 1]]) for g in range(n_groups)] + [res_all]
+
     # two threads (the compiled kernels and numpy's mean release the GIL); results in job order
     with ThreadPoolExecutor(max_workers=2) as ex:
         results = list(ex.map(lambda job: stats(*job), jobs))

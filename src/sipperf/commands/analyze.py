@@ -13,6 +13,10 @@ Writes into ``DIR``:
   each capture's vantage point is and what follows from it, and the drop rule's counts;
 * ``components.png`` / ``timeline.png``.
 
+Large captures are streamed (bounded memory, the same numbers: :mod:`sipperf.ingest.stream`);
+the files of a ring buffer (``dumpcap -b``: PREFIX_NNNNN_YYYYmmddHHMMSS.pcapng) are one
+capture, read in parallel on Dask (``--workers``, ``--scheduler``) and paired across files.
+
 Unusable input (or an unusable ``--out`` / ``--proxy``) -> exit code 2 and a message naming the
 file and position; never a traceback.
 """
@@ -59,12 +63,32 @@ def _write(path: Path, writer) -> Path:
 
 
 def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | None = None,
-            figures: bool = True) -> dict:
+            figures: bool = True, stream: bool | None = None, workers: int | None = None,
+            scheduler: str | None = None, progress: bool | None = None) -> dict:
     """Do what ``sipperf analyze`` does; returns {"timeline", "components", "calls", "transactions",
-    "counts", "report", "summary", "files"}.  Raises :class:`~sipperf.timeline.IngestError` for
-    unusable input, ``--out`` or ``--proxy``."""
+    "counts", "report", "summary", "files", "engine"}.  Raises :class:`~sipperf.timeline.IngestError`
+    for unusable input, ``--out`` or ``--proxy``.
+
+    ``stream``: None (default) streams one capture -- a file, or the files of one ring buffer --
+    of at least :data:`sipperf.ingest.stream.STREAM_MIN_BYTES`, or a ring buffer given
+    ``workers``/``scheduler``; True streams any single capture; False never.  Several captures,
+    other formats and B2BUA captures are read in memory.  A streamed analysis holds no
+    timeline: ``"timeline"`` is None; ``"engine"`` says which path ran.  ``workers`` (local Dask workers) and
+    ``scheduler`` (a Dask scheduler's address) distribute a ring buffer's files."""
+    res = _analyze(paths, out_dir, proxy=proxy, strict=strict, offered=offered, stream=stream, workers=workers,
+                   scheduler=scheduler, progress=progress)
+    draw = res.pop("draw_figures")
+    if figures:
+        res["files"] += draw()
+    return res
+
+
+def _analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | None = None,
+             stream: bool | None = None, workers: int | None = None, scheduler: str | None = None,
+             progress: bool | None = None) -> dict:
+    """:func:`analyze` without the figures: ``res["draw_figures"]()`` draws them (and returns
+    their paths), so the command can print its answer first."""
     from sipperf import calls, components, stats
-    from sipperf.ingest import load
     from sipperf.ingest.vantage import parse_proxies
     from sipperf.timeline import IngestError
 
@@ -73,7 +97,15 @@ def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | 
             parse_proxies(proxy)
         except ValueError as e:
             raise IngestError("--proxy", repr(proxy), f"unusable proxy address: {e}") from None
+    if workers is not None and workers < 0:
+        raise IngestError("--workers", repr(workers), "give 0 (no Dask) or a number of local workers")
     out = _out_dir(out_dir)
+    streamed = _stream(paths, stream, proxy=proxy, strict=strict, offered=offered, workers=workers,
+                       scheduler=scheduler, progress=progress)
+    if streamed is not None:
+        return _finish_streamed(streamed, out, offered)
+    from sipperf.ingest import load
+
     tl, report = load(paths, strict=strict, proxy=proxy)
     comp = _components(tl, components, stats)
     files = [_write(out / "components.csv", lambda p: comp.to_csv(p, index=False))]
@@ -88,24 +120,85 @@ def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | 
         by_hop = pd.concat(parts, ignore_index=True)
         files.append(_write(out / "components_by_hop.csv", lambda p: by_hop.to_csv(p, index=False)))
     cm = calls.metrics(tl, offered=offered)
+    tx = calls.transactions(tl)
+    counts = calls.message_counts(tl)
+    res = _write_tables(out, files, comp, cm, tx, counts, report)
+    res.update({"timeline": tl, "components_by_hop": by_hop, "engine": "in memory",
+                "draw_figures": lambda: _figures(_order_key(tl), components.derive_arrays(tl), comp, out, tx)})
+    return res
+
+
+def _write_tables(out: Path, files: list, comp, cm, tx, counts, report) -> dict:
+    """calls.csv, transactions.csv, counts.csv and report.json (the PDR blanked when the
+    input cannot tell a drop from a missing line)."""
     unreliable = _pdr_unreliable(report)
     if unreliable:
         i = cm.index[cm["metric"] == "PDR"]
         cm.loc[i, "value"] = np.nan
         cm.loc[i, "definition"] = f"not computed: {unreliable}"
-    tx = calls.transactions(tl)
-    counts = calls.message_counts(tl)
     files.append(_write(out / "calls.csv", lambda p: cm.to_csv(p, index=False)))
     files.append(_write(out / "transactions.csv", lambda p: tx.to_csv(p, index=False)))
     files.append(_write(out / "counts.csv", lambda p: counts.to_csv(p, index=False)))
-    summary = _summary(report, tl, cm, unreliable)
+    summary = _summary(report, None, cm, unreliable)
     rep_d = {**report.to_dict(), "summary": summary}
     files.append(_write(out / "report.json",
                         lambda p: p.write_text(json.dumps(_finite(rep_d), indent=2, default=str))))
-    if figures:
-        files += _figures(tl, components.derive_arrays(tl), comp, out, tx)
-    return {"timeline": tl, "components": comp, "components_by_hop": by_hop, "calls": cm,
-            "transactions": tx, "counts": counts, "report": report, "summary": summary, "files": files}
+    return {"components": comp, "calls": cm, "transactions": tx, "counts": counts, "report": report,
+            "summary": summary, "files": files}
+
+
+def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progress):
+    """The streaming engine's outputs when the input is one capture that should be streamed
+    (see :func:`analyze`), else None."""
+    if stream is False:
+        return None
+    from sipperf.ingest import _expand, capture_sets, display_path, set_label
+    from sipperf.ingest import stream as S
+    from sipperf.ingest.capture import capture_stem
+    from sipperf.timeline import IngestError
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    items = capture_sets(_expand(list(paths)))
+    if len(items) != 1 or items[0][1] not in ("pcap", "pcap-set"):
+        return None  # the streaming engine takes one capture: anything else is read in memory
+    item, kind = items[0]
+    files = [Path(item)] if kind == "pcap" else list(item)
+    size = sum(f.stat().st_size for f in files)
+    distributed = kind == "pcap-set" and (scheduler is not None or (workers or 0) > 0)
+    if not (stream or size >= S.STREAM_MIN_BYTES or distributed):
+        return None
+    if kind == "pcap":
+        label, run_id = display_path(files[0]), capture_stem(files[0])
+    else:
+        label, run_id = set_label(files)
+    mode = "auto"
+    if kind == "pcap-set":
+        mode = "dask" if distributed or (workers is None and size >= (256 << 20)) else "inline"
+    try:
+        return S.stream_capture(files, run_id=run_id, label=label, proxy=proxy, strict=strict, offered=offered,
+                                mode=mode, workers=workers or None, scheduler=scheduler, progress=progress)
+    except S.NotStreamable:
+        return None
+
+
+def _finish_streamed(o, out: Path, offered) -> dict:
+    from sipperf.ingest import display_path
+    from sipperf.timeline import IngestReport
+
+    rep = o.report
+    rep.path = display_path(rep.path)
+    report = IngestReport.combine([rep])
+    report.details = dict(rep.details)
+    report.check()
+    files = [_write(out / "components.csv", lambda p: o.components.to_csv(p, index=False))]
+    if o.components_by_hop is not None:
+        files.append(_write(out / "components_by_hop.csv", lambda p: o.components_by_hop.to_csv(p, index=False)))
+    res = _write_tables(out, files, o.components, o.calls, o.transactions, o.counts, report)
+    res.update({"timeline": None, "components_by_hop": o.components_by_hop,
+                "engine": rep.details.get("streaming", {}).get("engine", "streaming"),
+                "draw_figures": lambda: _figures(o.figure_t, o.figure_arrays, o.components, out, o.transactions)})
+    return res
 
 
 def _components(tl: pd.DataFrame, components, stats) -> pd.DataFrame:
@@ -164,6 +257,10 @@ def _summary(report, tl: pd.DataFrame, cm: pd.DataFrame, unreliable: str) -> dic
         elif f.source in ("thesis_log", "lab-run", "lab-dataset", "sim"):
             d["vantage"] = "proxy (instrumented)" if f.source != "sim" else "proxy (simulated)"
             d["what_follows"] = "the proxy's time components (eq. 3.1-3.3), sojourn, PDR, RFC 6076 metrics"
+        if f.details.get("capture_set"):
+            d["capture_set"] = f.details["capture_set"]
+        if f.details.get("streaming"):
+            d["engine"] = f.details["streaming"]["engine"]
         if f.details.get("messages_account"):
             d["sip_messages_not_in_timeline"] = f.details["messages_account"]["not_in_timeline"]
         if f.details.get("dispositions"):
@@ -187,7 +284,10 @@ def _order_key(tl: pd.DataFrame) -> np.ndarray:
     return key
 
 
-def _figures(tl, arrays, comp, out: Path, tx: pd.DataFrame | None = None) -> list[Path]:
+def _figures(t_key: np.ndarray, arrays: dict, comp, out: Path, tx: pd.DataFrame | None = None) -> list[Path]:
+    """components.png and timeline.png (or transactions.png at an endpoint).  ``t_key``: each
+    row's first instant (float ns, :func:`_order_key`), ``arrays``: each component's values
+    (float ns, NaN where absent) on the same rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,7 +318,7 @@ def _figures(tl, arrays, comp, out: Path, tx: pd.DataFrame | None = None) -> lis
     files.append(p)
     key = "sojourn" if np.isfinite(arrays.get("sojourn", np.array([np.nan]))).any() else (names[0] if names else None)
     if key is not None:
-        t = _order_key(tl)
+        t = t_key
         v = arrays[key]
         m = np.isfinite(v) & np.isfinite(t)
         fig, ax = plt.subplots(figsize=(8, 3.5))
@@ -264,17 +364,26 @@ def _run(args: argparse.Namespace) -> int:
     from sipperf.ingest import display_path
     from sipperf.timeline import IngestError
 
+    stream = True if args.stream else (False if args.in_memory else None)
     try:
-        res = analyze(args.paths, args.out, proxy=args.proxy, strict=args.strict, offered=args.offered,
-                      figures=not args.no_figures)
+        res = _analyze(args.paths, args.out, proxy=args.proxy, strict=args.strict, offered=args.offered,
+                       stream=stream, workers=args.workers, scheduler=args.scheduler,
+                       progress=True if args.progress else None)
     except IngestError as e:
         print(f"sipperf analyze: unusable input: {_safe(str(e))}", file=sys.stderr)
         return 2
     try:
-        _print_summary(res)
+        _print_summary(res)  # the answer first; the figures take a moment (matplotlib)
+        if not args.no_figures:
+            figs = res["draw_figures"]()
+            if figs:
+                print(_safe(f"figures: {', '.join(display_path(f) for f in figs)}"))
+        sys.stdout.flush()
     except BrokenPipeError:  # `sipperf analyze ... | head`: the reader left; the files are written
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        if not args.no_figures:
+            res["draw_figures"]()
     return 0
 
 
@@ -302,8 +411,17 @@ def _print_summary(res: dict) -> None:
             print(_safe(f"    SIP messages not in the timeline: {f['sip_messages_not_in_timeline']}"))
         for w in f.get("warnings", []):
             print(_safe(f"    {w}"))
+        cs = f.get("capture_set")
+        if cs:
+            print(_safe(f"    one capture in {len(cs['files'])} files: "
+                        + "; ".join(f"{Path(x['path']).name} read {x['read']}, parsed {x['parsed']}, "
+                                    f"skipped {sum(x['skipped'].values())}" for x in cs["files"][:6])
+                        + (" ..." if len(cs["files"]) > 6 else "")))
+            print(_safe(f"    across files: {cs['pairing']['transactions_across_files']} transactions, "
+                        f"{cs['pairing']['messages_paired_across_files']} messages paired"))
     pdr = res["summary"]["pdr_percent"]
     print(f"PDR: {'n/a' if pdr is None else f'{pdr:.3f} %'} ({_safe(res['summary']['pdr_note'])})")
+    print(_safe(f"engine: {res.get('engine', 'in memory')}"))
     print(_safe(f"wrote {', '.join(display_path(f) for f in res['files'])}"))
     sys.stdout.flush()
 
@@ -326,4 +444,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fail on the first skipped record of any kind instead of counting it")
     p.add_argument("--offered", type=int, default=None, help="messages offered (PDR denominator)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    eng = p.add_mutually_exclusive_group()
+    eng.add_argument("--stream", action="store_true",
+                     help="stream the capture (bounded memory; default for one capture of 64 MB or more, "
+                          "or one ring buffer's files)")
+    eng.add_argument("--in-memory", action="store_true", help="build the whole timeline in memory")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="ring buffer (dumpcap -b files): read its files on N local Dask workers "
+                        "(default: a local cluster for 256 MB or more; 0: no Dask)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="ring buffer: read its files on this Dask cluster (e.g. tcp://10.0.0.5:8786); "
+                        "its workers need sipperf installed and the files at the same paths")
+    p.add_argument("--progress", action="store_true", help="show a progress bar (Dask)")
     p.set_defaults(func=_run)

@@ -21,12 +21,19 @@ in a walk is a counted skip (one record per file, with its reason) or, with ``st
 an :class:`~sipperf.timeline.IngestError`; given directly, a FIFO, socket or device is an
 error at once (reading it would block).  The combined report keeps one report per input
 file in ``report.files``.  File names that are not UTF-8 are shown with ``\\xNN`` escapes.
+
+**Ring buffers.**  Two or more captures in one directory (or given together) named as
+``dumpcap -b`` names its files, ``PREFIX_NNNNN_YYYYmmddHHMMSS.EXT`` with one PREFIX, are one
+capture cut into files: they are read as one (:func:`capture_sets`, in the order of their
+sequence numbers, :func:`sipperf.ingest.capture.read_capture_set`), so calls that span a file
+boundary pair as in the merged capture.
 """
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import re
 import stat
 import zlib
 from pathlib import Path
@@ -41,7 +48,41 @@ PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 64 * 1024
 
-__all__ = ["load", "sniff", "IngestError", "IngestReport", "display_path"]
+__all__ = ["load", "sniff", "IngestError", "IngestReport", "display_path", "capture_sets"]
+
+#: dumpcap's ring-buffer file names: PREFIX_NNNNN_YYYYmmddHHMMSS.EXT
+RING_NAME = re.compile(r"^(?P<prefix>.+)_(?P<seq>\d{5,})_(?P<ts>\d{14})(?P<ext>\.[A-Za-z0-9]+(?:\.gz)?)$")
+
+
+def capture_sets(items: list[tuple[Path, str]]) -> list[tuple[object, str]]:
+    """``items`` ((path, kind) from the walk) with the files of each ring buffer (two or more
+    captures in one directory named ``PREFIX_NNNNN_YYYYmmddHHMMSS.EXT`` with one PREFIX and
+    extension) replaced by one item ``(sorted list of paths, "pcap-set")`` at the place of
+    its first file."""
+    groups: dict[tuple, list[Path]] = {}
+    for p, kind in items:
+        m = RING_NAME.match(p.name) if kind == "pcap" else None
+        if m:
+            groups.setdefault((str(p.parent), m["prefix"], m["ext"]), []).append(p)
+    sets = {k: sorted(v, key=lambda q: int(RING_NAME.match(q.name)["seq"])) for k, v in groups.items() if len(v) > 1}
+    member = {q: k for k, v in sets.items() for q in v}
+    out: list[tuple[object, str]] = []
+    done = set()
+    for p, kind in items:
+        k = member.get(p)
+        if k is None:
+            out.append((p, kind))
+        elif k not in done:
+            done.add(k)
+            out.append((sets[k], "pcap-set"))
+    return out
+
+
+def set_label(files: list[Path]) -> tuple[str, str]:
+    """(label shown in reports, run_id) of a ring buffer's files."""
+    m = RING_NAME.match(files[0].name)
+    prefix, ext = (m["prefix"], m["ext"]) if m else (files[0].stem, files[0].suffix)
+    return display_path(files[0].parent / f"{prefix}_*{ext}"), display_path(prefix)
 
 
 def display_path(p) -> str:
@@ -171,7 +212,7 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = list(paths)
-    items = _expand(paths)
+    items = capture_sets(_expand(paths))
     if not items:
         raise IngestError(";".join(display_path(p) for p in paths), "path", "no input files")
     frames, reports = [], []
@@ -179,7 +220,7 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
         tl, rep = _read_one(p, kind, strict=strict, proxy=proxy, **kw)
         if tl is not None:
             frames.append(tl)
-        rep.path = display_path(rep.path or p)
+        rep.path = display_path(rep.path or (p if kind != "pcap-set" else set_label(p)[0]))
         reports.append(rep)
     report = IngestReport.combine(reports)
     if len(reports) == 1:
@@ -200,6 +241,10 @@ def _read_one(p: Path, kind: str, *, strict: bool, proxy, **kw):
         from sipperf.ingest.capture import read_capture
         return read_capture(p, proxy=proxy, strict=strict,
                             **{k: v for k, v in kw.items() if k in ("run_id", "engine")})
+    if kind == "pcap-set":
+        from sipperf.ingest.capture import read_capture_set
+        return read_capture_set(p, proxy=proxy, strict=strict,
+                                **{k: v for k, v in kw.items() if k in ("run_id", "engine")})
     if kind == "lab":
         if (p / "capture.pcapng").exists() or (p / "capture.pcapng.gz").exists():
             from sipperf.ingest.lab_run import read_run

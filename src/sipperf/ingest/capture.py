@@ -60,15 +60,85 @@ def read_capture(path: str | os.PathLike, proxy=None, *, strict: bool = False, e
     from .pcap import read_packets
 
     packets, rep = read_packets(path, engine, on_truncated="raise" if strict else "skip")
+    _strict_skips(path, rep, strict)
+    return timeline_of(packets, rep, path, proxy, strict=strict, run_id=run_id or capture_stem(path),
+                       stateful=stateful)
+
+
+def _strict_skips(path, rep: IngestReport, strict: bool) -> None:
     real = {k: v for k, v in rep.skipped.items() if k not in TRANSPORT_ONLY}
     if strict and real:
         reason, n = next(iter(sorted(real.items())))
         raise IngestError(path, "packets", f"--strict: {sum(real.values())} packet(s) skipped, e.g. {n} for "
                                            f"{reason!r} ({real})")
+
+
+def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: str = "bulk",
+                     run_id: str | None = None, stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
+    """One capture cut into files (a ring buffer, ``dumpcap -b``): the files' packets in order,
+    numbered on as in the merged capture, then :func:`read_capture`'s steps on all of them, so
+    a call that spans a file boundary pairs as in the merged capture.  The report sums the
+    files' accounts and lists each in ``details["capture_set"]``, with the cross-file pairing
+    account (transactions and paired messages that span files)."""
+    from . import set_label
+    from .pcap import read_packets
+
+    paths = [Path(q) for q in paths]
+    label, rid = set_label(paths)
+    tables, reports, offsets = [], [], []
+    offset = 0
+    for q in paths:
+        pk, r = read_packets(q, engine, on_truncated="raise" if strict else "skip")
+        _strict_skips(q, r, strict)
+        pk = pk.copy()
+        pk["frame"] = pk["frame"] + offset
+        offsets.append(offset)
+        offset += r.read
+        tables.append(pk)
+        reports.append(r)
+    packets = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+    rep = IngestReport(source="pcap-set", path=label)
+    for r in reports:
+        rep.read += r.read
+        rep.parsed += r.parsed
+        rep.skipped.update(r.skipped)
+        rep.notes.extend(r.notes)
+    tl, rep = timeline_of(packets, rep, label, proxy, strict=strict, run_id=run_id or rid, stateful=stateful)
+    rep.details["capture_set"] = set_account(paths, reports, packets, tl, np.array(offsets, np.int64))
+    return tl, rep
+
+
+def set_account(paths, reports, packets: pd.DataFrame, tl: pd.DataFrame, offsets: np.ndarray) -> dict:
+    """Per-file accounts of a ring buffer and the cross-file pairing account."""
+    fno = np.searchsorted(offsets, packets["frame"].to_numpy(np.int64), side="left") - 1  # frames are 1-based
+    files = []
+    for k, (q, r) in enumerate(zip(paths, reports)):
+        files.append({"path": display_path_of(q), "read": r.read, "parsed": r.parsed, "skipped": dict(r.skipped),
+                      "sip_messages": int((fno == k).sum())})
+    grp = pd.DataFrame({"c": packets["call_id"].astype("string").fillna(""),
+                        "q": packets["cseq"].astype("Int64").fillna(-1).to_numpy(np.int64), "f": fno})
+    span = grp.groupby(["c", "q"])["f"].agg(["min", "max"])
+    paired = 0
+    if "frame_in" in tl.columns and "frame_out" in tl.columns:
+        both = tl["frame_in"].notna() & tl["frame_out"].notna()  # every hop's paired rows
+        fi = np.searchsorted(offsets, tl.loc[both, "frame_in"].to_numpy(np.int64), side="left")
+        fo = np.searchsorted(offsets, tl.loc[both, "frame_out"].to_numpy(np.int64), side="left")
+        paired = int((fi != fo).sum())
+    return {"files": files, "pairing": {"transactions_across_files": int((span["min"] != span["max"]).sum()),
+                                        "messages_paired_across_files": paired}}
+
+
+def display_path_of(q) -> str:
+    from . import display_path
+    return display_path(q)
+
+
+def timeline_of(packets: pd.DataFrame, rep: IngestReport, path, proxy=None, *, strict: bool = False,
+                run_id: str = "capture", stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
+    """:func:`read_capture` from the packet table and its account."""
     if len(packets) == 0:
         what = f"skipped: {dict(rep.skipped)}" if rep.skipped else "no packets"
         raise IngestError(path, f"{rep.read} packets", f"no SIP message in this capture ({what})")
-    run_id = run_id or capture_stem(path)
     # a SIP message without Call-ID (mandatory, RFC 3261 §8.1.1) cannot be a timeline row
     no_cid = packets["call_id"].isna().to_numpy(bool) | (packets["call_id"].astype("string") == "").fillna(False).to_numpy(bool)
     unusable = {"no Call-ID (malformed SIP message)": int(no_cid.sum())} if no_cid.any() else {}

@@ -118,18 +118,48 @@ def _rank_merge(left: pd.DataFrame, right: pd.DataFrame, keys: list[str], lsort:
     return l.merge(r, on=[*keys, "_k"], how="left").drop(columns="_k")
 
 
-def _align_by_length(f_tid: np.ndarray, f_ret: np.ndarray, x_pid: np.ndarray, x_len: np.ndarray
-                     ) -> tuple[np.ndarray, int, int]:
-    """Per worker, walk its recvfrom records and its ``in`` lines in order; pair equal lengths.
+#: an xlog ``in`` line is written after its recvfrom returned; its µs wall clock is truncated and
+#: read through another clock, so it may sit this much (ns) before the kernel's return instant
+ALIGN_TOL_NS = 2_000
 
+
+def _align_by_length(f_tid: np.ndarray, f_ret: np.ndarray, x_pid: np.ndarray, x_len: np.ndarray,
+                     f_exit: np.ndarray | None = None, x_t: np.ndarray | None = None,
+                     tol_ns: int = ALIGN_TOL_NS) -> tuple[np.ndarray, int, int]:
+    """Per worker, pair each ``in`` line with the recvfrom call that returned its datagram.
+
+    A worker runs one loop: recvfrom returns a datagram, then the script writes its ``in`` line,
+    then the next recvfrom.  So the recvfrom of an ``in`` line is the worker's **latest** one
+    that returned before the line's instant (``f_exit <= x_t + tol_ns``), and it must have
+    returned the line's length; it is used once.  A lost ``in`` line or a lost tracer record
+    then costs only its own pair, never the pairs after it.  (Without instants: walk both in
+    order and pair equal lengths, skipping one recvfrom record when the next one fits -- the
+    old rule, which drifts onto a later datagram of the same length after a burst of losses.)
+
+    Records must be given in time order per worker (recvfrom by exit, lines by line number).
     Returns for each ``in`` line the index of its recvfrom record (-1 if none), and the
-    numbers of recvfrom records and ``in`` lines skipped to keep the lengths in step.
+    numbers of recvfrom records and ``in`` lines left without a pair.
     """
     out = np.full(len(x_pid), -1, dtype=np.int64)
     skipped_f = skipped_x = 0
+    timed = f_exit is not None and x_t is not None
     for w in np.unique(x_pid):
         fi = np.flatnonzero(f_tid == w)
         xi = np.flatnonzero(x_pid == w)
+        if timed:
+            used = np.zeros(len(fi), bool)
+            fe = np.asarray(f_exit, dtype=np.int64)[fi]
+            # index of the latest recvfrom returning before each line (lines in time order)
+            last = np.searchsorted(fe, np.asarray(x_t, dtype=np.int64)[xi] + tol_ns, side="right") - 1
+            for k, j in enumerate(xi):
+                i = last[k]
+                if i >= 0 and not used[i] and f_ret[fi[i]] == x_len[j]:
+                    out[j] = fi[i]
+                    used[i] = True
+                else:
+                    skipped_x += 1
+            skipped_f += int((~used).sum())
+            continue
         i = j = 0
         while i < len(fi) and j < len(xi):
             if f_ret[fi[i]] == x_len[xi[j]]:
@@ -143,6 +173,7 @@ def _align_by_length(f_tid: np.ndarray, f_ret: np.ndarray, x_pid: np.ndarray, x_
                 j += 1
                 skipped_x += 1
         skipped_f += len(fi) - i
+        skipped_x += len(xi) - j
     return out, skipped_f, skipped_x
 
 
@@ -247,7 +278,10 @@ def read_run(run_dir: str | Path, *, run_id: str | None = None) -> tuple[pd.Data
                          f"recvfrom's length for {same}/{n}")
         xs = pair.sort_values("line", kind="stable").reset_index(drop=True)
         idx, sk_f, sk_x = _align_by_length(F["tid"].to_numpy(), F["ret"].to_numpy(),
-                                           xs["pid"].to_numpy(), xs["length"].to_numpy())
+                                           xs["pid"].to_numpy(), xs["length"].to_numpy(),
+                                           f_exit=F["t"].to_numpy(np.int64) + offset,
+                                           x_t=xs["t_ns"].to_numpy(dtype="int64",
+                                                                  na_value=np.iinfo(np.int64).min))
         ok = idx >= 0
         fe = F["enter"].to_numpy()
         xs.loc[ok, "recv_exit"] = F["t"].to_numpy()[idx[ok]] + offset
@@ -383,6 +417,9 @@ def read_run(run_dir: str | Path, *, run_id: str | None = None) -> tuple[pd.Data
     if fixed:
         notes.append(f"{fixed} instants blanked: a µs xlog instant fell outside its ns kernel "
                      f"neighbours (clock rounding)")
+    tl, blanked = _blank_inconsistent(tl)
+    for why, k in blanked.items():
+        notes.append(f"{k} rows: {why}")
     timeline = make_timeline(tl)
 
     report = IngestReport.combine(reports, source="lab-run")
@@ -390,6 +427,10 @@ def read_run(run_dir: str | Path, *, run_id: str | None = None) -> tuple[pd.Data
     report.messages = len(timeline)
     report.notes.extend(notes)
     report.notes.append(_completeness_note(timeline))
+    if fixed or blanked:
+        report.details["instants_blanked"] = {
+            **({"xlog instant outside its kernel neighbours (clock rounding)": fixed} if fixed else {}),
+            **blanked}
     return timeline, report.check()
 
 
@@ -409,6 +450,52 @@ def _enforce_order(tl: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         fixed += int(bad.sum())
         tl.loc[bad, col] = NA
     return tl, fixed
+
+
+#: instants that come from the recvfrom records (joined per worker, :func:`_align_by_length`)
+RECV_SIDE = ("t_sockq", "t_sip_in")
+RECV_EXTRAS = ("recv_enter", "recv_copied", "recv_exit", "k_copy_max_ns", "sockq_src")
+
+
+def _order_violations(tl: pd.DataFrame) -> np.ndarray:
+    """Rows where some present instant is earlier than a present instant before it on the path."""
+    v = np.stack([tl[c].to_numpy(dtype="float64", na_value=np.nan) for c in INSTANTS], axis=1)
+    run_max = np.fmax.accumulate(np.where(np.isnan(v), -np.inf, v), axis=1)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(v[:, 1:]) & (v[:, 1:] < run_max[:, :-1])
+    return bad.any(axis=1)
+
+
+def _blank_inconsistent(tl: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Never reject a whole run for a few inconsistent rows: blank what cannot be right, count it.
+
+    After the join a row may still break the order of the seven instants (e.g. a recvfrom record
+    of another datagram joined to it: ``t_sip_in`` after ``t_dep``).  Such rows lose, in this
+    order until the row is consistent: (1) the instants taken from the recvfrom records
+    (``t_sockq``, ``t_sip_in`` and their extra columns), (2) every instant between ``t_arr``
+    and ``t_dep``, (3) ``t_dep`` itself (an egress packet that left before the message
+    arrived).  Returns the timeline and {what was blanked: rows}."""
+    out: dict[str, int] = {}
+    bad = _order_violations(tl)
+    if not bad.any():
+        return tl, out
+    tl = tl.copy()
+    steps = (
+        ("recvfrom-derived instants (t_sockq, t_sip_in) blanked: inconsistent with the row's other "
+         "instants (a recvfrom record of another datagram)", RECV_SIDE + RECV_EXTRAS),
+        ("instants between t_arr and t_dep blanked: still inconsistent", INSTANTS[1:-1]),
+        ("t_dep blanked: the egress packet precedes the message's arrival", ("t_dep", "t_wire_out")),
+    )
+    for why, cols in steps:
+        if not bad.any():
+            break
+        idx = tl.index[bad]
+        for c in cols:
+            if c in tl.columns:
+                tl.loc[idx, c] = NA
+        out[why] = int(bad.sum())
+        bad = _order_violations(tl)
+    return tl, out
 
 
 def _completeness_note(tl: pd.DataFrame) -> str:

@@ -1,7 +1,7 @@
 """Captures -> timeline: ``read_pcap(path, proxy=None, engine="bulk"|"pyshark")``.
 
-The packet table comes from the bulk byte-level reader (:mod:`.pcapfast`, default, >100k
-packets/s) or from pyshark (:mod:`.pcap_pyshark`, Wireshark's dissectors, slow); both give
+The packet table comes from the bulk byte-level reader (:mod:`.pcapfast`, default, a
+compiled single pass) or from pyshark (:mod:`.pcap_pyshark`, Wireshark's dissectors, slow); both give
 identical records.  :func:`.pairing.pair_at_proxy` turns it into the timeline with ``t_arr``
 (ingress copy at the proxy) and ``t_dep`` (egress copy).
 """
@@ -19,7 +19,7 @@ from .pairing import pair_at_proxy
 ENGINES = ("bulk", "pyshark")
 
 
-def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated: str = "raise"
+def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated: str = "skip"
                  ) -> tuple[pd.DataFrame, IngestReport]:
     """The per-message packet table of a capture (columns :data:`pcapfast.COLUMNS`)."""
     if engine == "bulk":
@@ -30,13 +30,13 @@ def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated:
 
 
 def read_pcap(path: str | os.PathLike, proxy=None, engine: str = "bulk", *,
-              on_truncated: str = "raise", stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
+              on_truncated: str = "skip", stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
     """Timeline of the SIP messages through the proxy in a pcap/pcapng capture.
 
     ``proxy``: ``"ip:port"`` (IPv6 as ``"[::1]:5060"``) or ``(ip, port)``; found from the
     traffic when ``None``.  ``stateful``: see :func:`.pairing.pair_at_proxy` (how the proxy's
-    own retransmissions are told apart).  ``on_truncated``: ``"raise"`` or ``"skip"`` (count the
-    cut-off last record and keep the rest).  The report accounts for packets (read = packets in
+    own retransmissions are told apart).  ``on_truncated``: ``"skip"`` (default: count the
+    cut-off or corrupt last record and keep the rest) or ``"raise"`` (for ``--strict``).  The report accounts for packets (read = packets in
     the file); the pairing's account is in its notes.
     """
     packets, report = read_packets(path, engine, on_truncated=on_truncated)

@@ -25,16 +25,49 @@ from pathlib import Path
 import pandas as pd
 
 from ..timeline import IngestError, IngestReport
+from . import sipmsg
 from .pcapfast import COLUMNS, _to_frame, scan_structure
 
 #: tshark options common to every mode
 DISABLED_PROTOCOLS = "sdp"
+#: skip reasons shared with the bulk reader
+TRUNCATED, CORRUPT = "truncated record", "corrupt record"
+NO_TIMESTAMP = "pcapng simple packet block (no timestamp)"
 
 
 def epoch_ns(stamp: str) -> int:
     """'1795290735.881107182' -> 1795290735881107182 exactly (no float rounding)."""
     sec, _, frac = str(stamp).partition(".")
     return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def _thread_safe_child_watcher() -> None:
+    """Make asyncio's subprocess support usable from any thread's event loop.
+
+    pyshark, when it runs on the main thread, installs a ``SafeChildWatcher`` attached to the
+    main thread's loop; a later subprocess started from a worker thread's loop then fails with
+    "asyncio.get_child_watcher() is not activated".  asyncio's default, threaded watcher
+    serves every loop in every thread; pyshark installs its own again when it next runs on
+    the main thread.  (Child watchers are gone in Python 3.14: nothing to do there.)"""
+    import threading
+    import warnings
+    policy = asyncio.get_event_loop_policy()
+    threaded = getattr(asyncio, "ThreadedChildWatcher", None)
+    if threaded is None or not hasattr(policy, "set_child_watcher"):
+        return
+    old = getattr(policy, "_watcher", None)
+    if old is None or isinstance(old, threaded):
+        return  # asyncio's default (threaded) watcher is created on first use
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # deprecated since Python 3.12
+        w = threaded()
+        if threading.current_thread() is threading.main_thread():
+            try:
+                policy.set_child_watcher(w)  # closes the old one (signal handler: main thread only)
+                return
+            except (RuntimeError, ValueError, OSError):
+                pass
+        policy._watcher = w  # off the main thread the old watcher cannot be closed: replace it
 
 
 def run_outside_loop(fn, *args, **kwargs):
@@ -51,23 +84,9 @@ def run_outside_loop(fn, *args, **kwargs):
         finally:
             loop.close()
 
+    _thread_safe_child_watcher()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
         return ex.submit(work).result()
-
-
-def _str(layer, name: str) -> str | None:
-    f = layer.get_field(name)
-    return None if f is None else str(f)
-
-
-def _int(layer, name: str) -> int | None:
-    f = layer.get_field(name)
-    if f is None:
-        return None
-    try:
-        return int(str(f))
-    except ValueError:
-        return None
 
 
 def _start(layer) -> int | None:
@@ -91,6 +110,43 @@ def _sip_size(layer, next_start: int | None = None) -> int | None:
     return hend + (int(body.size) if body is not None else 0) - start
 
 
+def _header_lines(layer) -> list[tuple[bytes, bytes]]:
+    """Every header line Wireshark delimited in this SIP layer, in message order, as
+    ``(lower-case name, raw value)``: the fields whose raw bytes are a whole line (known
+    headers by name, unknown ones as unnamed fields), continuation lines included."""
+    lines: dict[int, bytes] = {}
+    fields = getattr(layer, "_all_fields", None)  # pyshark's XML layer: name -> container
+    items = fields.items() if fields is not None else ((n, layer.get_field(n)) for n in layer.field_names)
+    for name, cont in items:
+        if cont is None or name.rpartition(".")[2] in ("msg_hdr", "msg_body", "Request-Line",
+                                                       "Status-Line", "request_line", "status_line"):
+            continue
+        for f in cont.all_fields:
+            raw = f.raw_value
+            if not raw or f.pos is None:
+                continue
+            try:
+                b = bytes.fromhex(raw)
+            except ValueError:
+                continue
+            if b.endswith(b"\n"):
+                lines.setdefault(int(f.pos), b)
+    out = []
+    for _pos, b in sorted(lines.items()):
+        hl = sipmsg.split_header_line(b)
+        if hl is not None:
+            out.append(hl)
+    return out
+
+
+def _fields(layer, next_start: int | None) -> tuple[sipmsg.SipFields, int | None]:
+    m = layer.get_field("Method")
+    st = layer.get_field("Status-Code")
+    f = sipmsg.fields_from_headers(None if m is None else str(m),
+                                   None if st is None else int(str(st)), _header_lines(layer), 0)
+    return f, _sip_size(layer, next_start)
+
+
 def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
           decode_as: dict | None, eventloop=None) -> pd.DataFrame:
     import pyshark
@@ -110,8 +166,11 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
             if not sips:
                 report.skip("no SIP layer (tshark)")
                 continue
-            report.parsed += 1
-            ts = epoch_ns(pkt.sniff_timestamp)
+            stamp = pkt.frame_info.get_field("time_epoch")
+            if stamp is None or not str(stamp).strip():
+                report.skip(NO_TIMESTAMP)  # a pcapng simple packet block: as the bulk reader
+                continue
+            ts = epoch_ns(stamp)
             if "ip" in pkt:
                 src, dst = pkt.ip.src, pkt.ip.dst
             else:
@@ -119,25 +178,27 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
             tr = "udp" if "udp" in pkt else "tcp"
             l4 = pkt[tr]
             starts = [_start(s) for s in sips[1:]] + [None]
+            good = 0
+            bad = None
             for s, nxt in zip(sips, starts):
-                cols["frame"].append(last)
-                cols["ts_ns"].append(ts)
-                cols["src"].append(str(src))
-                cols["sport"].append(int(l4.srcport))
-                cols["dst"].append(str(dst))
-                cols["dport"].append(int(l4.dstport))
-                cols["transport"].append(tr)
-                cols["size"].append(_sip_size(s, nxt))
-                cols["call_id"].append(_str(s, "Call-ID"))
-                cols["cseq"].append(_int(s, "CSeq.seq"))
-                cols["cseq_method"].append(_str(s, "CSeq.method"))
-                cols["method"].append(_str(s, "Method"))
-                cols["status"].append(_int(s, "Status-Code"))
-                cols["via_branch"].append(_str(s, "Via.branch"))
+                f, size = _fields(s, nxt)
+                if f.error:
+                    bad = bad or f.error
+                    continue
+                good += 1
+                row = {"frame": last, "ts_ns": ts, "src": str(src), "sport": int(l4.srcport),
+                       "dst": str(dst), "dport": int(l4.dstport), "transport": tr, "size": size}
+                fd = f._asdict()
+                for c in COLUMNS:
+                    cols[c].append(row[c] if c in row else fd[c])
+            if good:
+                report.parsed += 1
+            else:
+                report.skip(bad)
     except TSharkCrashException as e:
         if on_truncated == "skip":
             report.read += 1
-            report.skip("truncated record")
+            report.skip(TRUNCATED)
             report.notes.append(f"{path}: tshark stopped after packet {last}: {e}")
         else:
             raise IngestError(path, f"packet {last + 1}",
@@ -154,14 +215,16 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
     return _to_frame(cols)
 
 
-def read_packets(path: str | os.PathLike, *, on_truncated: str = "raise",
+def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",
                  decode_as: dict[str, str] | None = None) -> tuple[pd.DataFrame, IngestReport]:
     """All SIP messages of a capture via pyshark, one row each, and the account.
 
     Works from plain Python and from inside a running event loop (Jupyter).  SIP on
     non-standard ports is found by tshark's heuristic dissector; for SIP over TCP whose messages
     span segments on such ports, name them, e.g. ``decode_as={"tcp.port==15062": "sip"}``
-    (the heuristic cannot ask for TCP reassembly).
+    (the heuristic cannot ask for TCP reassembly).  ``on_truncated``: as
+    :func:`.pcapfast.read_packets` (``"skip"`` keeps every complete packet, ``"raise"`` for
+    ``--strict``).
     """
     path = Path(path)
     if not path.exists():
@@ -170,13 +233,13 @@ def read_packets(path: str | os.PathLike, *, on_truncated: str = "raise",
     # capture only sometimes (TSharkCrashException, or at garbage collection): check first
     n_ok, problem = scan_structure(path)
     if problem is not None and on_truncated != "skip":
-        raise IngestError(path, f"packet {n_ok + 1}", f"truncated capture: {problem}")
+        raise IngestError(path, f"packet {n_ok + 1}", f"truncated or corrupt capture: {problem}")
     report = IngestReport(source="pcap-pyshark", path=str(path))
     df = run_outside_loop(_read, str(path), report, on_truncated,
                           n_ok if problem is not None else None, decode_as)
-    if problem is not None and "truncated record" not in report.skipped:
+    if problem is not None and TRUNCATED not in report.skipped:
         report.read += 1
-        report.skip("truncated record")
+        report.skip(TRUNCATED if "truncated" in problem else CORRUPT)
         report.notes.append(f"{path}: stopped after packet {n_ok}: {problem}")
     report.messages = len(df)
     report.check()

@@ -252,7 +252,17 @@ def order_hops(p: pd.DataFrame, nodes: list[Node]) -> list[Node]:
 def classify(packets: pd.DataFrame, proxy=None, *, path: Any = "capture") -> tuple[Vantage, pd.DataFrame]:
     """Vantage of a packet table (and the prepped table).  ``proxy`` overrides the search;
     an unusable value raises :class:`IngestError` naming what is wrong."""
+    from .b2bua import find_b2bua
+
     p = prep(packets)
+    return classify_prepped(p, proxy, path=path, b2bua=lambda: find_b2bua(p))
+
+
+def classify_prepped(p: pd.DataFrame, proxy=None, *, path: Any = "capture", b2bua=None
+                     ) -> tuple[Vantage, pd.DataFrame]:
+    """:func:`classify` on a prepped table (columns src_ep, dst_ep, key, ts_ns, frame,
+    via_branch, via_count, method); ``b2bua()`` runs the B2BUA search when no proxy is found
+    (:func:`.b2bua.find_b2bua`; None: no B2BUA search)."""
     edges = forwarding_edges(p)
     nodes = find_nodes(p, edges)
     if proxy is not None:
@@ -285,8 +295,7 @@ def classify(packets: pd.DataFrame, proxy=None, *, path: Any = "capture") -> tup
             v.notes.append(f"proxy found from the traffic: {h.socket} forwards {h.forwarded} message copies"
                            + (f"; it also uses {extra}" if extra else ""))
         return v, p
-    from .b2bua import find_b2bua
-    b = find_b2bua(p)
+    b = b2bua() if b2bua is not None else None
     if b is not None:
         v = Vantage("b2bua", [Node(b["socket"], set(b["sockets"]), 0)], b2bua=b)
         v.notes.append(f"no message is forwarded as such, but {b['socket']} receives INVITEs and sends "

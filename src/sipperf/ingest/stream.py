@@ -1,0 +1,1005 @@
+"""Streaming analysis of one capture -- a file, or a ring buffer of files -- in bounded memory.
+
+``sipperf analyze`` on a large capture (or a directory of ring-buffer files, ``dumpcap -b``)
+runs here instead of building the whole timeline in memory.  The numbers are those of the
+in-memory path (:func:`sipperf.ingest.capture.read_capture`, :mod:`sipperf.components`,
+:mod:`sipperf.calls`), bit for bit on every test capture (tests/test_stream.py checks it);
+what differs is how they are reached:
+
+1. **Chunked reading.**  The bulk reader yields the packet table in chunks
+   (:func:`sipperf.ingest.pcapfast.iter_packets`); each chunk becomes integer columns
+   (:mod:`.compact`: Call-IDs and branches as 64-bit hashes, strings as codes).  The reading
+   runs where it is cheapest: in this process, in a helper process that overlaps it with the
+   analysis (one large file), or on Dask workers, one file each (a ring buffer,
+   :mod:`sipperf.distributed`).
+2. **The vantage** (:mod:`.vantage`: proxy, hops, B2BUA or endpoint) is decided on the first
+   :data:`PREFIX_ROWS` SIP messages of the capture (all of them when it is shorter).  A B2BUA
+   capture is not streamed (its legs are correlated across Call-IDs): it is read in memory.
+3. **Pairing that holds only open transactions.**  Every rule of the pairing and of the drop
+   rule (:mod:`.hop`) looks only at the messages of one transaction -- same Call-ID and CSeq
+   number -- so rows wait, grouped by transaction, until their group has been silent for
+   :data:`HORIZON_S` seconds of capture time (longer than every RFC 3261 retransmission
+   timer, 64·T1 = 32 s) or the capture ends; then the group is paired and classified by
+   compiled passes (:mod:`.stream_kernels`) and reduced to what the outputs need.  Rows of a
+   group that is already closed when they arrive (a transaction silent for longer than the
+   horizon) form a new group: they are counted in ``report.json`` (``streaming.late_rows``).
+   More than :data:`MAX_OPEN_ROWS` waiting rows close the longest-silent groups early (also
+   counted).  The drop rule's last class, "in flight at capture end", depends on the end of
+   the capture: such rows are kept aside and settled at the end.
+4. **One pass for the statistics.**  What is kept per message is its sojourn (8 bytes plus its
+   order keys) and its type -- the exact medians and percentiles then come from
+   :mod:`sipperf.order_stats`, so no quantile is approximate; per transaction, a few instants
+   for the RFC 6076 metrics and the transaction table; per (method, status, disposition), a
+   count.  Memory grows with the number of messages by about 45 bytes each (about 300 MB for
+   12 M packets), not by the size of the packet table (1.6 GB per million packets in memory).
+
+Hash identity (:mod:`.compact`): two Call-IDs with one 64-bit hash would be one; the chance is
+about n^2 / 2^65 for n Call-IDs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from ..timeline import MSG_TYPES, IngestError, IngestReport
+from . import compact as C
+from . import hop
+from . import stream_kernels as K
+
+#: SIP messages the vantage is decided on
+PREFIX_ROWS = 100_000
+#: a transaction group whose last message is older than this (capture time) is complete
+HORIZON_S = 64.0
+#: rows waiting in open groups before the longest-silent groups are closed early
+MAX_OPEN_ROWS = 4_000_000
+#: packet-table rows per chunk read
+CHUNK_ROWS = 250_000
+#: process a batch of closed groups once this many rows have arrived
+BATCH_ROWS = 250_000
+#: captures at least this large (bytes, all files) are streamed by ``sipperf analyze``
+STREAM_MIN_BYTES = 64 << 20
+
+TRANSPORT_ONLY = frozenset({"TCP without payload", "TCP retransmission"})
+I64 = np.int64
+NA = C.NA_INT
+
+
+class NotStreamable(Exception):
+    """The capture must be read in memory (a B2BUA: legs correlated across Call-IDs)."""
+
+
+# --------------------------------------------------------------------------------- producing
+def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False,
+            ) -> Iterator[tuple]:
+    """Messages describing one capture file, in order: ``("chunk", compact chunk, rows
+    without Call-ID)`` for every chunk, then ``("end", report)``.  Picklable, so it runs
+    anywhere (this process, a helper process, a Dask worker)."""
+    from .pcapfast import iter_packets
+
+    rep = IngestReport(source="pcap-bulk", path=str(path))
+    for df in iter_packets(path, rep, chunk_rows=chunk_rows, on_truncated="raise" if strict else "skip",
+                           progress=False):
+        for a in range(0, len(df), chunk_rows):  # the reader's pieces can be larger than asked
+            c, dropped = C.compact_frame(df.iloc[a:a + chunk_rows])
+            yield ("chunk", c, dropped)
+    yield ("end", rep)
+
+
+def produce_list(path: str, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> list[tuple]:
+    """:func:`produce` as one list (a Dask task's result)."""
+    return list(produce(path, chunk_rows=chunk_rows, strict=strict))
+
+
+def _trim() -> None:
+    """Give freed heap memory back to the system (glibc keeps it after many large temporaries,
+    and the peak resident set is what the bound is about)."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+            _LIBC = ctypes.CDLL("libc.so.6")
+            _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
+
+
+_LIBC = None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM), MB; NaN where /proc is not there."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> Iterator[tuple]:
+    """:func:`produce` in a reader process (:mod:`.stream_reader`), so that reading one large
+    file and analysing it overlap on two cores; the pipe keeps at most a chunk or two in flight."""
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+
+    errf = tempfile.TemporaryFile()  # a file, not a pipe: a chatty reader can never block on it
+    proc = subprocess.Popen([sys.executable, "-m", "sipperf.ingest.stream_reader", str(path), str(chunk_rows),
+                             "1" if strict else "0"], stdout=subprocess.PIPE, stderr=errf)
+    try:
+        while True:
+            try:
+                msg = pickle.load(proc.stdout)
+            except EOFError:
+                proc.wait()
+                errf.seek(0)
+                err = errf.read().decode(errors="replace").strip().splitlines()
+                raise RuntimeError(f"the reader process for {path} ended without a result (exit code "
+                                   f"{proc.returncode}): {err[-1] if err else ''}") from None
+            if msg[0] == "error":
+                raise IngestError(msg[1], msg[2], msg[3])
+            yield msg
+            if msg[0] == "end":
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        errf.close()
+
+
+# ----------------------------------------------------------------------------- accumulators
+@dataclass
+class _HopAcc:
+    """What one hop keeps: per-disposition counts, sojourns with their order keys, notes."""
+
+    socket: str
+    sockets: set
+    n_in: int = 0
+    n_paired: int = 0
+    n_eo: int = 0
+    n_rows: int = 0
+    longest: int = -1  # ns; -1 = no relayed message yet
+    disp: np.ndarray = field(default_factory=lambda: np.zeros(len(K.DISPOSITION_NAMES), I64))
+    types: np.ndarray = field(default_factory=lambda: np.zeros(len(MSG_TYPES), I64))
+    soj: list = field(default_factory=list)  # [(t_arr, frame, seq, sojourn, type)] arrays per batch
+    prov: list = field(default_factory=list)  # provisional rows: (t_in, is_resp, count key arrays)
+    used_self: int = 0
+
+
+def _lut(cb: C.Codebook, fn) -> np.ndarray:
+    return np.array([fn(s) for s in cb.strings], dtype=object)
+
+
+class Engine:
+    """The streaming pass over the merged chunks of one capture (see the module doc)."""
+
+    def __init__(self, *, run_id: str, proxy=None, path_label: str = "capture", stateful: bool = True,
+                 horizon_s: float = HORIZON_S, max_open_rows: int = MAX_OPEN_ROWS,
+                 prefix_rows: int = PREFIX_ROWS, batch_rows: int = BATCH_ROWS,
+                 prefix_frame=None, vantage=None):
+        self.cb = C.Codebook()
+        self.run_id = run_id
+        self.proxy = proxy
+        self.path_label = path_label
+        self.stateful = stateful
+        self.horizon = int(horizon_s * 1e9)
+        self.max_open = max_open_rows
+        self.prefix_rows = prefix_rows
+        self.batch_rows = batch_rows
+        self.prefix_frame = prefix_frame  # callable(n) -> real packet DataFrame of the first n rows
+        self.vantage = vantage  # given (tests), or decided on the first rows
+        self.hops: list[_HopAcc] = ([_HopAcc(h.socket, set(h.sockets)) for h in vantage.hops]
+                                    if vantage is not None and vantage.kind != "endpoint" else [])
+        self.buffer: list[dict] = []  # merged chunks before the vantage is known
+        self.buffered = 0
+        self.open = C.empty()
+        self.open["seq"] = np.zeros(0, I64)
+        self.open["file"] = np.zeros(0, np.int32)
+        self.since_batch = 0
+        self.seq = 0
+        self.watermark = NA
+        self.closed = np.zeros(0, np.uint64)  # hashes of the groups closed so far, sorted
+        self.late_rows = 0
+        self.forced_rows = 0
+        self.batches = 0
+        self.n_rows = 0
+        self.no_cid = 0
+        self.capture_end = NA
+        self.t_min = NA
+        # caller side (for calls): min instant, max instant; records
+        self.ref = NA
+        self.run_last = NA
+        self.crec: list[dict] = []
+        self.xrec: list[dict] = []
+        self.deferred: list[dict] = []
+        self.counts: dict[tuple, list] = {}
+        self.types_all = np.zeros(len(MSG_TYPES), I64)
+        self.endpoint_rows = 0
+        self.endpoint_retrans = 0
+        self.endpoint_calls: list[np.ndarray] = []
+        self.cross_file = {"paired_across_files": 0, "groups_across_files": 0}
+        self.used = 0
+        self.unused: dict[str, int] = {}
+        self._flags_len = -1
+
+    # ------------------------------------------------------------------ input
+    def feed(self, chunk: dict, file_index: int, frame_offset: int, no_cid: int = 0) -> None:
+        """A chunk of one file (local codes, as :func:`produce` makes it)."""
+        self.no_cid += no_cid
+        c = self.cb.merge(chunk)
+        n = c["n"]
+        if not n:
+            return
+        c["frame"] = c["frame"] + frame_offset
+        c["seq"] = np.arange(self.seq, self.seq + n, dtype=I64)
+        c["file"] = np.full(n, file_index, np.int32)
+        self.seq += n
+        self.n_rows += n
+        mx = int(c["ts"].max())
+        self.capture_end = mx if self.capture_end == NA else max(self.capture_end, mx)
+        if self.vantage is None:
+            self.buffer.append(c)
+            self.buffered += n
+            if self.buffered >= self.prefix_rows:
+                self._decide()
+            return
+        self._add(c)
+
+    def _decide(self) -> None:
+        from .vantage import classify_prepped
+
+        rows = C.concat(self.buffer)
+        self.buffer = []
+        m = min(self.prefix_rows, rows["n"])
+        p = self._pseudo_prep(C.take(rows, slice(0, m)))
+        v, _ = classify_prepped(p, self.proxy, path=self.path_label, b2bua=self._b2bua_check(m))
+        if v.kind == "b2bua":
+            raise NotStreamable("B2BUA")
+        self.vantage = v
+        if v.kind != "endpoint":
+            self.hops = [_HopAcc(h.socket, set(h.sockets)) for h in v.hops]
+        self._add(rows)
+
+    def _b2bua_check(self, m: int):
+        def check():
+            from .b2bua import find_b2bua
+            from .vantage import prep
+            if self.prefix_frame is None:
+                return None
+            return find_b2bua(prep(self.prefix_frame(m)))
+        return check
+
+    def _pseudo_prep(self, c: dict) -> pd.DataFrame:
+        """The prepped packet table :mod:`.vantage` needs (src_ep, dst_ep, key, ...), from
+        compact rows: the same equalities, so the same vantage."""
+        eps = np.array(self.cb.endpoints, dtype=object)
+        strings = np.array(self.cb.strings, dtype=object)
+        what = self._what(c)
+        # the message key (Call-ID, CSeq, CSeq method, method or status) as one 64-bit hash
+        kh = self._group_hash(c["call"], c["cseq"])
+        kh = self._group_hash(kh, (c["cm"].astype(I64) << 32) | (what.astype(I64) & 0xFFFFFFFF))
+        keyc = pd.factorize(kh)[0]
+        meth = np.where(c["method"] >= 0, strings[np.maximum(c["method"], 0)], None)
+        bcode, buniq = pd.factorize(c["branch"])
+        btext = np.array(["" if b == 0 else format(int(b), "x") for b in buniq], dtype=object)
+        br = btext[bcode]
+        return pd.DataFrame({
+            "frame": c["frame"], "ts_ns": c["ts"], "src_ep": eps[c["src"]], "dst_ep": eps[c["dst"]],
+            "key": keyc, "via_branch": pd.array(br, dtype="string"), "via_count": c["via_count"],
+            "method": pd.array(meth, dtype="string"),
+        })
+
+    # ------------------------------------------------------------------ codes
+    def _flags(self) -> None:
+        """Lookup tables over the string codes (grown with the codebook)."""
+        cb = self.cb
+        if self._flags_len == len(cb.strings):
+            return
+        while True:  # upper-casing may add strings; their upper case is themselves
+            n = len(cb.strings)
+            up = [cb.string_code(s.upper()) for s in cb.strings[:n]]
+            if len(cb.strings) == n:
+                break
+        self.up = np.array(up, np.int32)
+        self._flags_len = len(cb.strings)
+        self.ack_raw_code = cb.code_of("ACK")
+        self.c_invite, self.c_ack, self.c_cancel = cb.code_of("INVITE"), cb.code_of("ACK"), cb.code_of("CANCEL")
+        self.c_bye, self.c_register = cb.code_of("BYE"), cb.code_of("REGISTER")
+
+    def _status_codes(self, status: np.ndarray) -> np.ndarray:
+        """Code of str(status) for every row (status >= 0)."""
+        uniq, inv = np.unique(status, return_inverse=True)
+        lut = np.array([self.cb.string_code(str(int(u))) if u >= 0 else 0 for u in uniq], np.int32)
+        return lut[inv] if len(uniq) else np.zeros(0, np.int32)
+
+    def _what(self, c: dict) -> np.ndarray:
+        """Method for requests, the status as text for responses (the message key's last part)."""
+        return np.where(c["method"] >= 0, c["method"], self._status_codes(c["status"]))
+
+    # ------------------------------------------------------------------ grouping
+    @staticmethod
+    def _group_hash(call: np.ndarray, cseq: np.ndarray) -> np.ndarray:
+        x = call ^ (cseq.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+        x ^= x >> np.uint64(31)
+        return x
+
+    def _add(self, c: dict) -> None:
+        o = self.open
+        merged = {k: np.concatenate([o[k], c[k]]) for k in o if k != "n"}
+        merged["n"] = o["n"] + c["n"]
+        self.open = merged
+        self.since_batch += c["n"]
+        # robust clock: the 1st percentile of the newest chunk (an odd timestamp cannot close
+        # every group at once), never going back
+        if c["n"]:
+            wm = int(np.percentile(c["ts"], 1, method="lower"))
+            self.watermark = wm if self.watermark == NA else max(self.watermark, wm)
+        if self.since_batch >= self.batch_rows or self.open["n"] > self.max_open:
+            self._close(final=False)
+
+    def _close(self, final: bool) -> None:
+        """Close the silent groups (every group when ``final``) and process them."""
+        o = self.open
+        self.since_batch = 0
+        if not o["n"]:
+            return
+        gh = self._group_hash(o["call"], o["cseq"])
+        # rows arrive in capture order: a stable sort by group keeps it inside each group, and
+        # only a group whose rows are out of (ts, frame) order needs the full sort
+        order = np.argsort(gh, kind="stable")
+        ghs, ts_s, fr_s = gh[order], o["ts"][order], o["frame"][order]
+        same = ghs[1:] == ghs[:-1]
+        if (same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (fr_s[1:] < fr_s[:-1])))).any():
+            order = np.lexsort((o["seq"], o["frame"], o["ts"], gh))
+            ghs = gh[order]
+            same = ghs[1:] == ghs[:-1]
+        start = np.flatnonzero(np.concatenate([[True], ~same]))
+        sizes = np.diff(np.append(start, len(order)))
+        last = np.maximum.reduceat(o["ts"][order], start)
+        if final:
+            close_g = np.ones(len(start), bool)
+        else:
+            close_g = last < self.watermark - self.horizon
+            keep_rows = int(sizes[~close_g].sum())
+            if keep_rows > self.max_open:  # too many waiting: close the longest-silent groups
+                cand = np.flatnonzero(~close_g)
+                by_age = cand[np.argsort(last[cand], kind="stable")]
+                excess = keep_rows - (self.max_open * 3) // 4
+                cum = np.cumsum(sizes[by_age])
+                force = by_age[:int(np.searchsorted(cum, excess)) + 1]
+                close_g[force] = True
+                self.forced_rows += int(sizes[force].sum())
+        if not close_g.any():
+            return
+        row_close = np.repeat(close_g, sizes)
+        sel = order[row_close]
+        keep = np.sort(order[~row_close])
+        batch = {k: v[sel] for k, v in o.items() if k != "n"}
+        batch["n"] = len(sel)
+        self.open = {k: v[keep] for k, v in o.items() if k != "n"}
+        self.open["n"] = len(keep)
+        gstart = np.concatenate([[0], np.cumsum(sizes[close_g])]).astype(I64)
+        # groups closed before: their rows are late (the earlier part was analysed alone)
+        g_new = np.unique(ghs[start[close_g]])
+        if len(self.closed):
+            pos = np.searchsorted(self.closed, g_new)
+            hit = (pos < len(self.closed)) & (self.closed[np.minimum(pos, len(self.closed) - 1)] == g_new)
+            if hit.any():
+                first = ghs[start[close_g]]
+                late_g = np.isin(first, g_new[hit])
+                self.late_rows += int(sizes[close_g][late_g].sum())
+            g_add = g_new[~hit]
+        else:
+            g_add = g_new
+        self.closed = np.insert(self.closed, np.searchsorted(self.closed, g_add), g_add)
+        self.batches += 1
+        self._process(batch, gstart)
+        del batch
+        _trim()
+
+    # ------------------------------------------------------------------ one batch
+    def _process(self, b: dict, gstart: np.ndarray) -> None:
+        self._flags()
+        up = self.up
+        n = b["n"]
+        meth = b["method"]
+        cm = b["cm"]
+        meth_up = np.where(meth >= 0, up[np.maximum(meth, 0)], -1).astype(np.int32)
+        cm_up = up[cm]
+        what = self._what(b)
+        ack_raw = meth == self.ack_raw_code
+        tmin = int(b["ts"].min())
+        self.t_min = tmin if self.t_min == NA else min(self.t_min, tmin)
+        files = b["file"]
+        if n and files.min() != files.max():
+            fmin = np.minimum.reduceat(files, gstart[:-1])
+            fmax = np.maximum.reduceat(files, gstart[:-1])
+            self.cross_file["groups_across_files"] += int((fmin != fmax).sum())
+        if self.vantage.kind == "endpoint":
+            self._process_endpoint(b, gstart, what, meth_up, cm_up)
+            return
+        tl_call = []
+        for h, acc in enumerate(self.hops):
+            sock = np.zeros(len(self.cb.endpoints), bool)
+            for s in acc.sockets:
+                code = self.cb._e.get(s)
+                if code is not None:
+                    sock[code] = True
+            role = np.empty(n, np.int8)
+            partner = np.empty(n, I64)
+            eo = np.empty(n, bool)
+            disp = np.empty(n, np.int8)
+            K.hop_pass(gstart, b["ts"], b["src"], b["dst"], meth, what, cm, cm_up, meth_up, b["status"],
+                       b["branch"], ack_raw, sock, self.c_invite, self.c_ack, self.c_cancel, self.stateful,
+                       role, partner, eo, disp)
+            s_in = sock[b["src"]]
+            d_in = sock[b["dst"]]
+            self._used_mask = (s_in ^ d_in) if h == 0 else (self._used_mask | (s_in ^ d_in))
+            acc.used_self += int((s_in & d_in).sum())
+            ing = np.flatnonzero(role == K.ROLE_IN)
+            eos = np.flatnonzero(eo)
+            paired = partner[ing] >= 0
+            acc.n_in += len(ing)
+            acc.n_paired += int(paired.sum())
+            acc.n_eo += len(eos)
+            rows = np.concatenate([ing, eos])
+            nr = len(rows)
+            acc.n_rows += nr
+            t_arr = np.concatenate([b["ts"][ing], np.full(len(eos), NA, I64)])
+            out_idx = np.concatenate([np.where(paired, partner[ing], -1), eos])
+            has_out = out_idx >= 0
+            t_dep = np.where(has_out, b["ts"][np.maximum(out_idx, 0)], NA)
+            frame_key = b["frame"][rows]
+            if len(b["file"]) and paired.any():
+                fi = b["file"][ing[paired]]
+                fo = b["file"][partner[ing[paired]]]
+                self.cross_file["paired_across_files"] += int((fi != fo).sum())
+            d = disp[rows].astype(np.int8)
+            is_req = meth[rows] >= 0
+            mt = _msg_type(is_req, meth_up[rows], cm_up[rows], b["status"][rows], self.cb)
+            np.add.at(acc.types, mt, 1)
+            np.add.at(self.types_all, mt, 1)
+            both = has_out & (t_arr != NA)
+            if both.any():
+                soj = t_dep[both] - t_arr[both]
+                acc.longest = max(acc.longest, int(soj.max()))
+                acc.soj.append((t_arr[both], b["seq"][rows][both], soj, mt[both]))
+            # counts (provisional rows are counted when settled)
+            self._count(is_req, meth_up[rows], b["status"][rows], cm_up[rows], d, h, acc)
+            prov = d == K.D_PROVISIONAL
+            if prov.any():
+                acc.prov.append({"t_in": t_arr[prov], "is_req": is_req[prov], "meth_up": meth_up[rows][prov],
+                                 "status": b["status"][rows][prov], "cm_up": cm_up[rows][prov]})
+            if h == 0:
+                g_rows = np.repeat(np.arange(len(gstart) - 1, dtype=I64), np.diff(gstart))[rows]
+                tl_call.append({
+                    "grp": g_rows, "first": np.where(t_arr != NA, t_arr, t_dep), "frame": frame_key,
+                    "eo": np.concatenate([np.zeros(len(ing), bool), np.ones(len(eos), bool)]),
+                    "seq": b["seq"][rows], "is_req": is_req, "meth_up": meth_up[rows], "cm_up": cm_up[rows],
+                    "status": b["status"][rows], "t_arr": t_arr, "t_dep": t_dep, "disp": d,
+                    "call": b["call"][rows], "cseq": b["cseq"][rows]})
+        used = self._used_mask
+        self.used += int(used.sum())
+        self._calls(tl_call[0], n_groups=len(gstart) - 1)
+
+    def _process_endpoint(self, b, gstart, what, meth_up, cm_up) -> None:
+        n = b["n"]
+        retrans = np.empty(n, bool)
+        K.endpoint_pass(gstart, b["cm"], what, b["src"], b["dst"], b["branch"], b["method"], retrans)
+        is_req = b["method"] >= 0
+        mt = _msg_type(is_req, meth_up, cm_up, b["status"], self.cb)
+        np.add.at(self.types_all, mt, 1)
+        self.endpoint_rows += n
+        self.endpoint_retrans += int(retrans.sum())
+        self.endpoint_calls.append(np.unique(b["call"]))
+        self.used += n
+        d = np.full(n, K.D_SEEN, np.int8)
+        self._count(is_req, meth_up, b["status"], cm_up, d, 0, None, retrans=retrans)
+        g_rows = np.repeat(np.arange(len(gstart) - 1, dtype=I64), np.diff(gstart))
+        self._calls({"grp": g_rows, "first": b["ts"], "frame": b["frame"], "eo": np.zeros(n, bool),
+                     "seq": b["seq"], "is_req": is_req, "meth_up": meth_up, "cm_up": cm_up,
+                     "status": b["status"], "t_arr": b["ts"], "t_dep": np.full(n, NA, I64),
+                     "disp": d, "call": b["call"], "cseq": b["cseq"]}, n_groups=len(gstart) - 1)
+
+    def _count(self, is_req, meth_up, status, cm_up, d, hop_i, acc, retrans=None) -> None:
+        """Add to the message counts (kind, method, status, CSeq method, disposition, re)."""
+        if acc is not None:
+            np.add.at(acc.disp, d.astype(I64), 1)
+        keep = d != K.D_PROVISIONAL
+        re = (d == K.D_RETRANS) if retrans is None else retrans
+        cols = [is_req.astype(I64), np.where(is_req, meth_up, -1).astype(I64) + 1,
+                np.where(is_req, -1, status).astype(I64) + 1, cm_up.astype(I64) + 1, d.astype(I64),
+                re.astype(I64)]
+        cols = [c[keep] for c in cols]
+        if not len(cols[0]):
+            return
+        # one int64 per key when the fields fit (they do unless codes run into the millions)
+        width = [max(int(c.max()), 0).bit_length() + 1 for c in cols]
+        if sum(width) <= 62 and all(int(c.min()) >= 0 for c in cols):
+            packed = np.zeros(len(cols[0]), I64)
+            for c, w in zip(cols, width):
+                packed = (packed << w) | c
+            uniq, first, cnt = np.unique(packed, return_index=True, return_counts=True)
+            rows = np.stack(cols, axis=1)[first]
+        else:
+            rows, cnt = np.unique(np.stack(cols, axis=1), axis=0, return_counts=True)
+        for row, k in zip(rows.tolist(), cnt.tolist()):
+            t = (row[0], row[1] - 1, row[2] - 1, row[3] - 1, row[4], row[5])
+            self.counts[t] = self.counts.get(t, 0) + k
+
+    def _calls(self, t: dict, n_groups: int) -> None:
+        """Per-transaction records of the caller side (see :func:`.stream_kernels.call_records`)."""
+        first = t["first"]
+        ok = first != NA
+        if ok.any():
+            lo = int(first[ok].min())
+            self.ref = lo if self.ref == NA else min(self.ref, lo)
+            hi = int(np.maximum(t["t_arr"], t["t_dep"]).max())
+            self.run_last = hi if self.run_last == NA else max(self.run_last, hi)
+        # groups with a row whose drop class is open wait for the end of the capture
+        prov = t["disp"] == K.D_PROVISIONAL
+        if prov.any():
+            gp = np.zeros(n_groups, bool)
+            gp[t["grp"][prov & ~t["is_req"]]] = True
+            defer = gp[t["grp"]]
+            if defer.any():
+                self.deferred.append({k: v[defer] for k, v in t.items()})
+                t = {k: v[~defer] for k, v in t.items()}
+        self._records(t)
+
+    def _records(self, t: dict) -> None:
+        if not len(t["grp"]):
+            return
+        order = np.lexsort((t["seq"], t["eo"], t["frame"], t["first"], t["grp"]))
+        t = {k: v[order] for k, v in t.items()}
+        grp = t["grp"]
+        gstart = np.flatnonzero(np.concatenate([[True], grp[1:] != grp[:-1]]))
+        gstart = np.append(gstart, len(grp)).astype(I64)
+        d = t["disp"]
+        notdeliv = np.isin(d, (K.D_DROPPED, K.D_100, K.D_ACK, K.D_CANCEL, K.D_RETRANS, K.D_AFTER_FINAL, K.D_OWN))
+        own = d == K.D_ORIGINATED
+        t_arr, t_dep = t["t_arr"], t["t_dep"]
+        req_t = np.where(t_arr != NA, t_arr, t_dep)
+        resp_t = np.where(t_dep != NA, t_dep, t_arr)
+        ng = len(gstart) - 1
+        m = len(grp)
+        cg, cm_, ct, ca, ci, cs, cf, csf = (np.empty(3 * ng, I64) for _ in range(8))
+        xg, xm, xc, xt, xf, xfin = (np.empty(m, I64) for _ in range(6))
+        mcodes = np.array([self.c_invite, self.c_bye, self.c_register], I64)
+        nc, nx = K.call_records(gstart, t["is_req"], t["meth_up"].astype(I64), t["cm_up"].astype(I64),
+                                t["status"], req_t, resp_t, notdeliv, own, mcodes,
+                                cg, cm_, ct, ca, ci, cs, cf, csf, xg, xm, xc, xt, xf, xfin)
+        if nc:
+            gi = gstart[cg[:nc]]
+            self.crec.append({"call": t["call"][gi], "cseq": t["cseq"][gi], "m": cm_[:nc].astype(np.int8),
+                              "t_req": ct[:nc].copy(), "t_any": ca[:nc].copy(), "t_ind": ci[:nc].copy(),
+                              "s_ind": cs[:nc].astype(np.int32), "t_fin": cf[:nc].copy(),
+                              "s_fin": csf[:nc].astype(np.int32)})
+        if nx:
+            gi = gstart[xg[:nx]]
+            self.xrec.append({"call": t["call"][gi], "cseq": t["cseq"][gi], "m": xm[:nx].astype(np.int32),
+                              "copies": xc[:nx].astype(np.int32), "t_req": xt[:nx].copy(),
+                              "t_first": xf[:nx].copy(), "t_fin": xfin[:nx].copy()})
+
+    # ------------------------------------------------------------------ the end
+    def finish(self) -> None:
+        if self.vantage is None:
+            if not self.buffered:
+                return
+            self._decide()
+        self._close(final=True)
+        if self.vantage.kind == "endpoint":
+            return
+        # settle "in flight at capture end" against "dropped" (hop.classify's horizon)
+        t0 = self.t_min
+        for h, acc in enumerate(self.hops):
+            longest = acc.longest if acc.longest >= 0 else None
+            for p in acc.prov:
+                if longest is None:
+                    fl = np.zeros(len(p["t_in"]), bool)
+                else:  # t_in > capture_end - longest, in the float arithmetic of hop.classify
+                    t_in = (p["t_in"] - t0).astype(np.float64)
+                    fl = t_in > float(self.capture_end - t0) - float(longest)
+                dd = np.where(fl, K.D_IN_FLIGHT, K.D_DROPPED).astype(np.int8)
+                acc.disp[K.D_PROVISIONAL] -= len(dd)
+                np.add.at(acc.disp, dd.astype(I64), 1)
+                self._count(p["is_req"], p["meth_up"], p["status"], p["cm_up"], dd, h, None)
+                p["final"] = dd
+        if self.deferred:
+            acc = self.hops[0]
+            longest = acc.longest if acc.longest >= 0 else None
+            t = {k: np.concatenate([x[k] for x in self.deferred]) for k in self.deferred[0]}
+            prov = t["disp"] == K.D_PROVISIONAL
+            if longest is None:
+                fl = np.zeros(int(prov.sum()), bool)
+            else:
+                fl = (t["t_arr"][prov] - t0).astype(np.float64) > float(self.capture_end - t0) - float(longest)
+            t["disp"] = t["disp"].copy()
+            t["disp"][prov] = np.where(fl, K.D_IN_FLIGHT, K.D_DROPPED)
+            # group ids of different batches may repeat: make them unique per (call, cseq)
+            key = pd.MultiIndex.from_arrays([t["call"], t["cseq"]]).factorize()[0]
+            t["grp"] = key.astype(I64)
+            self.deferred = []
+            self._records(t)
+
+
+def _msg_type(is_req, meth_up, cm_up, status, cb: C.Codebook) -> np.ndarray:
+    """Index into MSG_TYPES (:func:`sipperf.timeline.msg_type_vector` on codes)."""
+    inv, ack, bye = cb.code_of("INVITE"), cb.code_of("ACK"), cb.code_of("BYE")
+    out = np.full(len(is_req), MSG_TYPES.index("OTHER"), np.int8)
+    out[is_req & (meth_up == inv)] = MSG_TYPES.index("INVITE")
+    out[is_req & (meth_up == ack)] = MSG_TYPES.index("ACK")
+    out[is_req & (meth_up == bye)] = MSG_TYPES.index("BYE")
+    resp = ~is_req
+    out[resp & (status == 180) & (cm_up == inv)] = MSG_TYPES.index("180")
+    out[resp & (status == 200) & (cm_up == inv)] = MSG_TYPES.index("200-INVITE")
+    out[resp & (status == 200) & (cm_up == bye)] = MSG_TYPES.index("200-BYE")
+    return out
+
+
+# ------------------------------------------------------------------------------ the outputs
+@dataclass
+class Outputs:
+    """What ``analyze`` writes, from a streaming pass (the in-memory path's tables)."""
+
+    components: pd.DataFrame
+    components_by_hop: pd.DataFrame | None
+    calls: pd.DataFrame
+    transactions: pd.DataFrame
+    counts: pd.DataFrame
+    report: IngestReport
+    #: for the figures: first instant (float ns) and each component's values (float ns)
+    figure_t: np.ndarray
+    figure_arrays: dict[str, np.ndarray]
+
+
+def _hop_values(acc: _HopAcc) -> dict[str, np.ndarray]:
+    """A hop's sojourns with their order keys (t_arr, seq: the row order, since frames grow
+    with seq) and types, as single arrays (the per-batch pieces are released)."""
+    if not acc.soj:
+        z = np.zeros(0, I64)
+        return {"t_arr": z, "seq": z, "soj": z, "type": np.zeros(0, np.int8)}
+    names = ("t_arr", "seq", "soj", "type")
+    out = {}
+    for j, k in enumerate(names):
+        out[k] = np.concatenate([x[j] for x in acc.soj]) if len(acc.soj) > 1 else acc.soj[0][j]
+    acc.soj = [tuple(out[k] for k in names)]
+    return out
+
+
+def _ci_order(first: np.ndarray, hop_i: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """analyze's order for the batch means: a stable sort of the timeline rows (hop, then
+    first instant, frame) by the first instant as float64 (analyze._order_key)."""
+    return np.lexsort((seq, first, hop_i, first.astype(np.float64)))
+
+
+def _components_table(type_counts: np.ndarray, soj: np.ndarray, types: np.ndarray,
+                      ci_vals_us: np.ndarray | None) -> pd.DataFrame:
+    from sipperf import components, stats
+
+    tc = {t: int(c) for t, c in zip(MSG_TYPES, type_counts)}
+    vals = {"sojourn": (soj, types)} if len(soj) else {}
+    comp = components.summary_from_values(tc, vals, unit="us")
+    if len(soj) and ci_vals_us is not None:
+        hw = (stats.batch_means_ci(ci_vals_us).half_width if len(ci_vals_us) >= 2 * stats.DEFAULT_BATCHES
+              else np.nan)
+        comp["sojourn_ci95_hw"] = np.where(comp["msg_type"] == "ALL", hw, np.nan)
+    return comp
+
+
+def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> Outputs:
+    """The tables of ``sipperf analyze`` from a finished engine, and the report's findings
+    (:attr:`Engine.report` must be set: the packet account)."""
+    from sipperf import calls
+
+    v = e.vantage
+    rep: IngestReport = e.report
+    # ---- components ------------------------------------------------------------------------
+    fig_t = np.zeros(0)
+    fig_a: dict[str, np.ndarray] = {}
+    by_hop = None
+    if v.kind == "endpoint":
+        comp = _components_table(e.types_all, np.zeros(0, I64), np.zeros(0, np.int8), None)
+    else:
+        parts = [_hop_values(acc) for acc in e.hops]
+        if len(parts) == 1:
+            allv, hop_i = parts[0], np.zeros(len(parts[0]["soj"]), np.int8)
+        else:
+            hop_i = np.concatenate([np.full(len(p_["soj"]), h, np.int8) for h, p_ in enumerate(parts)])
+            allv = {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
+        order = np.lexsort((allv["seq"], allv["t_arr"], hop_i))  # the timeline's row order
+        soj, types = allv["soj"][order], allv["type"][order]
+        del order
+        ci = _ci_order(allv["t_arr"], hop_i, allv["seq"])
+        ci_vals = allv["soj"][ci] / 1e3
+        if figures:
+            fig_t = allv["t_arr"][ci].astype(np.float64)
+            fig_a = {"sojourn": allv["soj"][ci].astype(np.float64)}
+        del ci
+        comp = _components_table(e.types_all, soj, types, ci_vals)
+        del soj, types, ci_vals
+        if len(e.hops) > 1:
+            tabs = []
+            for h, (acc, p_) in enumerate(zip(e.hops, parts)):
+                o = np.lexsort((p_["seq"], p_["t_arr"]))
+                ci_h = _ci_order(p_["t_arr"], np.zeros(len(o), np.int8), p_["seq"])
+                c = _components_table(acc.types, p_["soj"][o], p_["type"][o], p_["soj"][ci_h] / 1e3)
+                c.insert(0, "proxy", acc.socket)
+                c.insert(0, "hop", h + 1)
+                tabs.append(c)
+            by_hop = pd.concat(tabs, ignore_index=True)
+    # ---- calls and transactions (caller side) ----------------------------------------------
+    ref = e.ref
+    strings = e.cb.strings
+
+    def rel(a):
+        out = (a - ref).astype(np.float64)
+        out[a == NA] = np.nan
+        return out
+
+    def stat(a):
+        out = a.astype(np.float64)
+        out[a < 0] = np.nan
+        return out
+
+    cr = {k: np.concatenate([r[k] for r in e.crec]) for k in e.crec[0]} if e.crec else None
+    e.crec = []
+    run_end = pd.Series({e.run_id: float(e.run_last - ref) if e.run_last != NA else np.nan})
+
+    def tx_of(mi: int) -> pd.DataFrame:
+        cols = ["key", "cseq", "t_req", "run", "t_any", "t_ind", "s_ind", "t_fin", "s_fin"]
+        if cr is None or not (cr["m"] == mi).any():
+            return pd.DataFrame({c: pd.Series(dtype="float64" if c not in ("key", "run") else object)
+                                 for c in cols})
+        s_ = cr["m"] == mi
+        df = pd.DataFrame({
+            "key": cr["call"][s_].view(np.int64), "cseq": np.where(cr["cseq"][s_] == NA, -1.0, cr["cseq"][s_]),
+            "t_req": rel(cr["t_req"][s_]), "run": e.run_id, "t_any": rel(cr["t_any"][s_]),
+            "t_ind": rel(cr["t_ind"][s_]), "s_ind": stat(cr["s_ind"][s_]), "t_fin": rel(cr["t_fin"][s_]),
+            "s_fin": stat(cr["s_fin"][s_])})
+        if df.duplicated(["key", "cseq"]).any():  # parts of one transaction closed apart
+            df = _merge_parts(df)
+        df = df.sort_values(["key", "cseq"], kind="stable")
+        return df.sort_values(["key", "t_req"], kind="stable").reset_index(drop=True)[cols]
+
+    c_tab = calls.call_table_from(tx_of(0), tx_of(1), run_end)
+    r_tab = calls._attempts(tx_of(2), run_end, calls.TIMER_S * 1e9, invite=False)
+    if v.kind == "endpoint":
+        pdr_row = calls.pdr_row_from(False, False, 0, 0, offered)
+    else:
+        a0 = e.hops[0]
+        pdr_row = calls.pdr_row_from(True, True, int(a0.disp[K.D_DROPPED]),
+                                     int(a0.disp[K.D_RELAYED] + a0.disp[K.D_DROPPED]), offered)
+    cm = calls.metrics_from(c_tab, r_tab, pdr_row)
+    if e.xrec:
+        xr = {k: np.concatenate([r[k] for r in e.xrec]) for k in e.xrec[0]}
+        e.xrec = []
+        mcodes, minv = np.unique(xr["m"], return_inverse=True)
+        tx = pd.DataFrame({"key": xr["call"].view(np.int64), "cseq": xr["cseq"],
+                           "method": np.array([strings[m] for m in mcodes.tolist()], dtype=object)[minv],
+                           "copies": xr["copies"].astype(np.int64),
+                           "t_req": rel(xr["t_req"]), "t_first": rel(xr["t_first"]), "t_fin": rel(xr["t_fin"])})
+        if tx.duplicated(["key", "cseq", "method"]).any():
+            tx = tx.groupby(["key", "cseq", "method"], as_index=False).agg(
+                copies=("copies", "sum"), t_req=("t_req", "min"), t_first=("t_first", "min"),
+                t_fin=("t_fin", "min"))
+        tr = calls.transactions_from(tx)
+    else:
+        tr = calls.transactions_from(None)
+    # ---- counts --------------------------------------------------------------------------
+    if e.counts:
+        keys = np.array(list(e.counts.keys()), dtype=I64)
+        n = np.array(list(e.counts.values()), dtype=I64)
+        req = keys[:, 0] == 1
+        df = pd.DataFrame({
+            "kind": np.where(req, "request", "response"),
+            "method": [strings[m] if r else "" for m, r in zip(keys[:, 1].tolist(), req.tolist())],
+            "status": ["" if r or s < 0 else str(s) for s, r in zip(keys[:, 2].tolist(), req.tolist())],
+            "cseq_method": [strings[c] for c in keys[:, 3].tolist()],
+            "disposition": [K.DISPOSITION_NAMES[d] for d in keys[:, 4].tolist()],
+            "re": keys[:, 5], "n": n})
+        counts = calls.message_counts_from(df)
+    else:
+        counts = calls.message_counts_from(None)
+    # ---- the report's findings ------------------------------------------------------------
+    rows = e.endpoint_rows if v.kind == "endpoint" else sum(a.n_rows for a in e.hops)
+    rep.messages = rows
+    rep.details["vantage"] = v.to_dict()
+    unused: dict[str, int] = {}
+    if e.no_cid:
+        unused["no Call-ID (malformed SIP message)"] = e.no_cid
+    if v.kind == "endpoint":
+        calls_n = len(np.unique(np.concatenate(e.endpoint_calls))) if e.endpoint_calls else 0
+        rep.details["vantage"]["seen"] = {"messages": int(rows), "retransmissions": int(e.endpoint_retrans),
+                                          "call_ids": int(calls_n)}
+    else:
+        per_hop = []
+        for h, acc in enumerate(e.hops):
+            pre = f"hop {h + 1}: " if len(e.hops) > 1 else ""
+            socks = set(acc.sockets) | {acc.socket}
+            if len(socks) > 1:
+                rep.notes.append(f"{pre}proxy also uses {sorted(socks - {acc.socket})}")
+            rep.notes.append(f"{pre}{acc.n_paired} paired, {acc.n_in - acc.n_paired} without egress, "
+                             f"{acc.n_eo} egress only (proxy-originated or retransmitted by the proxy)")
+            dcount = {name: int(acc.disp[i]) for i, name in enumerate(hop.DISPOSITIONS) if acc.disp[i]}
+            rep.notes.append(f"{pre}dispositions: " + ", ".join(f"{k} {x}" for k, x in dcount.items()))
+            vals = parts[h]
+            o = np.lexsort((vals["seq"], vals["t_arr"]))
+            sj = vals["soj"][o].astype(np.float64) / 1e3
+            relayed, dropped = dcount.get(hop.RELAYED, 0), dcount.get(hop.DROPPED, 0)
+            per_hop.append({
+                "hop": h + 1, "proxy": acc.socket, "messages": int(acc.n_rows), "dispositions": dcount,
+                "pdr_percent": 100.0 * dropped / (relayed + dropped) if relayed + dropped else None,
+                "sojourn_us": {"count": int(len(sj)), "mean": float(sj.mean()) if len(sj) else None,
+                               "median": float(np.median(sj)) if len(sj) else None,
+                               "p99": float(np.percentile(sj, 99)) if len(sj) else None},
+            })
+            if acc.used_self:
+                unused["from the proxy to itself"] = unused.get("from the proxy to itself", 0) + acc.used_self
+        rep.details["vantage"]["per_hop"] = per_hop
+        n_other = e.n_rows - e.used - sum(a.used_self for a in e.hops)
+        if n_other:
+            unused["not to or from the proxy" if len(e.hops) == 1 else "not to or from any hop"] = n_other
+    rep.details["messages_account"] = {"sip_messages": e.n_rows + e.no_cid, "in_timeline": int(e.used),
+                                       "not_in_timeline": unused}
+    assert e.used + sum(unused.values()) == e.n_rows + e.no_cid
+    rep.notes.extend(v.notes)
+    return Outputs(comp, by_hop, cm, tr, counts, rep, fig_t, fig_a)
+
+
+def _merge_parts(df: pd.DataFrame) -> pd.DataFrame:
+    """Records of one (key, cseq) transaction whose parts were closed apart: what the
+    in-memory grouping gives (earliest request, earliest response, first indicative and first
+    final response by instant)."""
+    g = df.groupby(["key", "cseq"], sort=False)
+    out = g.agg(t_req=("t_req", "min"), run=("run", "first"), t_any=("t_any", "min")).reset_index()
+    for t, s_ in (("t_ind", "s_ind"), ("t_fin", "s_fin")):
+        best = df.sort_values(t, kind="stable").drop_duplicates(["key", "cseq"], keep="first")
+        out = out.merge(best[["key", "cseq", t, s_]], on=["key", "cseq"], how="left")
+    return out
+
+
+# ------------------------------------------------------------------------------- the driver
+def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, strict: bool = False,
+                   stateful: bool = True, offered: int | None = None, figures: bool = True,
+                   mode: str = "auto", workers: int | None = None, scheduler: str | None = None,
+                   progress: bool | None = None, chunk_rows: int = CHUNK_ROWS, horizon_s: float = HORIZON_S,
+                   prefix_rows: int = PREFIX_ROWS, batch_rows: int = BATCH_ROWS,
+                   max_open_rows: int = MAX_OPEN_ROWS, vantage=None) -> Outputs:
+    """Analyse one capture (one file, or the files of a ring buffer in time order) in one
+    streaming pass.  ``mode``: "inline" (read here), "helper" (read in a helper process),
+    "dask" (one file per Dask task; ``workers`` local workers or ``scheduler``), "auto"
+    (dask for several files, helper for one file of 256 MB or more, else inline).  Raises
+    :class:`IngestError` as the in-memory path does, :class:`NotStreamable` for a B2BUA.
+    ``vantage``: use this :class:`~.vantage.Vantage` instead of deciding it (tests)."""
+    files = [Path(f) for f in files]
+    if mode == "auto":
+        size = sum(f.stat().st_size for f in files)
+        mode = "dask" if len(files) > 1 and (workers or scheduler or size >= (256 << 20)) else (
+            "helper" if len(files) == 1 and size >= (256 << 20) else "inline")
+    t_start = time.perf_counter()
+    engine = Engine(run_id=run_id, proxy=proxy, path_label=label, stateful=stateful, horizon_s=horizon_s,
+                    max_open_rows=max_open_rows, prefix_rows=prefix_rows, batch_rows=batch_rows,
+                    prefix_frame=lambda n: _prefix_frame(files, n), vantage=vantage)
+    if mode == "dask":
+        from sipperf.distributed import map_files
+        source = map_files(files, workers=workers, scheduler=scheduler, progress=progress,
+                           chunk_rows=chunk_rows, strict=strict)
+    elif mode == "helper":
+        source = ((0, m) for m in produce_in_helper(files[0], chunk_rows=chunk_rows, strict=strict))
+    else:
+        source = ((i, m) for i, f in enumerate(files) for m in produce(f, chunk_rows=chunk_rows, strict=strict))
+    from . import display_path
+
+    reports: list[IngestReport] = []
+    helper = None
+    rows_per_file = np.zeros(len(files), I64)
+    offset = 0
+    for i, msg in source:
+        if msg[0] == "chunk":
+            engine.feed(msg[1], i, offset, msg[2])
+            rows_per_file[i] += msg[1]["n"] + msg[2]
+        elif msg[0] == "end":
+            r = msg[1]
+            r.path = display_path(files[i])
+            if len(msg) > 2:
+                helper = msg[2]
+            reports.append(r)
+            offset += r.read
+        elif msg[0] == "error":
+            raise IngestError(msg[1], msg[2], msg[3])
+    _check(files, reports, engine, strict)
+    engine.finish()
+    rep = _report(files, reports, label)
+    engine.report = rep
+    out = outputs(engine, offered=offered, figures=figures)
+    out.report.details["streaming"] = {
+        "engine": f"streaming ({mode})", "files": len(files), "sip_messages": int(engine.n_rows + engine.no_cid),
+        "vantage_from_first_rows": int(min(prefix_rows, engine.n_rows)), "horizon_s": horizon_s,
+        "max_open_rows": max_open_rows,
+        "late_rows": int(engine.late_rows), "closed_early_rows": int(engine.forced_rows),
+        "batches": int(engine.batches),
+        "seconds": round(time.perf_counter() - t_start, 3),
+    }
+    if helper is not None:
+        out.report.details["streaming"]["reader_process"] = {k: round(v, 3) for k, v in helper.items()}
+    if engine.late_rows or engine.forced_rows:
+        out.report.notes.append(
+            f"streaming: {engine.late_rows} messages arrived for a transaction silent for more than "
+            f"{horizon_s:g} s (or closed early: {engine.forced_rows} rows, more than {max_open_rows} "
+            f"rows waiting): their transaction was paired in parts")
+    if len(files) > 1:
+        out.report.details["capture_set"] = {
+            "files": [{"path": r.path, "read": r.read, "parsed": r.parsed, "skipped": dict(r.skipped),
+                       "sip_messages": int(k)} for r, k in zip(reports, rows_per_file)],
+            "pairing": {"transactions_across_files": int(engine.cross_file["groups_across_files"]),
+                        "messages_paired_across_files": int(engine.cross_file["paired_across_files"])},
+        }
+    return out
+
+
+def _check(files, reports, engine: Engine, strict: bool) -> None:
+    """The checks of :func:`sipperf.ingest.capture.read_capture`, in its order."""
+    label = files[0] if len(files) == 1 else files[0].parent
+    if strict:
+        for f, r in zip(files, reports):
+            real = {k: n for k, n in r.skipped.items() if k not in TRANSPORT_ONLY}
+            if real:
+                reason, n = next(iter(sorted(real.items())))
+                raise IngestError(f, "packets", f"--strict: {sum(real.values())} packet(s) skipped, e.g. {n} for "
+                                                f"{reason!r} ({real})")
+    read = sum(r.read for r in reports)
+    if engine.n_rows + engine.no_cid == 0:
+        skipped: dict = {}
+        for r in reports:
+            for k, n in r.skipped.items():
+                skipped[k] = skipped.get(k, 0) + n
+        what = f"skipped: {skipped}" if skipped else "no packets"
+        raise IngestError(label, f"{read} packets", f"no SIP message in this capture ({what})")
+    if engine.no_cid and strict:
+        raise IngestError(label, "packets", f"--strict: {engine.no_cid} SIP message(s) without Call-ID")
+    if engine.n_rows == 0:
+        raise IngestError(label, f"{read} packets", "no usable SIP message in this capture (none has a Call-ID)")
+
+
+def _report(files, reports: list[IngestReport], label: str) -> IngestReport:
+    if len(reports) == 1:
+        return reports[0]
+    rep = IngestReport(source="pcap-set", path=label)
+    for r in reports:
+        rep.read += r.read
+        rep.parsed += r.parsed
+        rep.skipped.update(r.skipped)
+        rep.notes.extend(r.notes)
+    return rep
+
+
+def _prefix_frame(files, n: int) -> pd.DataFrame:
+    """The real packet table of the first ``n`` SIP messages with a Call-ID (for the B2BUA check)."""
+    from .pcapfast import empty_packets, iter_packets
+
+    parts, have = [], 0
+    for f in files:
+        for df in iter_packets(f, IngestReport(source="x"), chunk_rows=min(n, CHUNK_ROWS), progress=False):
+            cid = df["call_id"]
+            df = df[~(cid.isna() | (cid.astype("string") == "")).to_numpy(dtype=bool, na_value=True)]
+            parts.append(df.iloc[:n - have])
+            have += len(parts[-1])
+            if have >= n:
+                break
+        if have >= n:
+            break
+    return pd.concat(parts, ignore_index=True) if parts else empty_packets()
