@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import simpy
 
@@ -159,3 +160,32 @@ def test_reader_skips_unusable_runs(tmp_path):
     assert read_overload_runs(tmp_path / "nowhere") [0].empty
     with pytest.raises(ValueError):
         summarise_run(tmp_path / "overload-list")
+
+
+def test_long_overload_table_maps_to_run_columns(tmp_path):
+    """The long recording's overload.csv (columns of sipperf.lab.store) reads into the same
+    columns as a run directory; completed calls are SIPp's successful ones minus the 503s."""
+    from sipperf.lab.store import OVERLOAD_COLUMNS
+    from sipperf.sim.overload_lab import read_long_overload, read_overload
+
+    row = dict.fromkeys(OVERLOAD_COLUMNS, 0)
+    row.update(run_id="overload-ratelimit-x1.5", guard="ratelimit", guard_cps=960, rate_cps=1800,
+               calls_offered=54000, successful_calls=50000, failed_calls=4000, rejected_503=10000,
+               goodput_cps=1333.3, uac_retransmissions=700, uas_retransmissions=300,
+               proxy_read=300000, proxy_socket_drops=3000, machine_busy=False, offered_seconds=30)
+    bad = dict(row, run_id="bad", calls_offered=0)
+    p = tmp_path / "overload.csv"
+    pd.DataFrame([row, bad]).to_csv(p, index=False)
+    df, problems = read_long_overload(p)
+    assert problems == [("bad", "rate_cps=1800 calls_offered=0 make no run")]
+    r = df.iloc[0]
+    assert r["completed"] == 40000 and r["rejected_503"] == 10000
+    assert r["completed_share"] == pytest.approx(40000 / 54000)
+    assert r["drop_share"] == pytest.approx(3000 / 303000)
+    assert r["amplification"] == pytest.approx(303000 / (6 * 54000))
+    assert bool(r["retransmissions"]) and r["retransmissions_uas"] == 300
+    both, _ = read_overload(FIXTURES, p)
+    assert set(both["source"]) == {"runs", "long"} and len(both) == len(read_overload_runs(FIXTURES)[0]) + 1
+    assert read_long_overload(tmp_path / "none.csv")[0].empty
+    pd.DataFrame([{"run_id": "x"}]).to_csv(tmp_path / "thin.csv", index=False)
+    assert "lacks the columns" in read_long_overload(tmp_path / "thin.csv")[1][0][1]

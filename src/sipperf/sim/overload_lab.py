@@ -28,6 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 LAB_RUNS = Path(__file__).resolve().parents[3] / "datasets" / "lab" / "runs"
+#: the long recording's overload table (``datasets/lab/record.py --plan full``, sipperf.lab.store)
+LAB_LONG_OVERLOAD = LAB_RUNS.parent / "long" / "overload.csv"
 _COUNT = re.compile(r"^(\d+)_(\d{3}|[A-Z]+)_(Recv|Sent)$")
 
 
@@ -109,3 +111,65 @@ def read_overload_runs(root: str | Path = LAB_RUNS, pattern: str = "overload-*"
     if len(df):
         df = df.sort_values(["guard", "retransmissions", "offered_cps"]).reset_index(drop=True)
     return df, problems
+
+
+def read_long_overload(csv: str | Path = LAB_LONG_OVERLOAD) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """The long recording's ``overload.csv`` (one row per point, columns
+    :data:`sipperf.lab.store.OVERLOAD_COLUMNS`) in the columns of :func:`summarise_run`, so the
+    chapter shows both kinds side by side: ([rows], [(run, why it was left out)]).  That plan
+    always runs SIPp with its retransmissions on; SIPp counts a call its scenario ended after a
+    503 as successful, so the completed calls are ``successful_calls - rejected_503``.  A missing
+    file is no rows."""
+    csv = Path(csv)
+    if not csv.is_file():
+        return pd.DataFrame(), []
+    d = pd.read_csv(csv)
+    need = ["run_id", "guard", "rate_cps", "calls_offered", "successful_calls", "rejected_503",
+            "uac_retransmissions", "proxy_read", "proxy_socket_drops"]
+    missing = [c for c in need if c not in d.columns]
+    if missing:
+        return pd.DataFrame(), [(csv.name, f"lacks the columns {missing}")]
+    rows, problems = [], []
+    for r in d.to_dict("records"):
+        calls, rate = r["calls_offered"], r["rate_cps"]
+        if not (pd.notna(calls) and calls >= 1 and pd.notna(rate) and rate > 0):
+            problems.append((str(r["run_id"]), f"rate_cps={rate} calls_offered={calls} make no run"))
+            continue
+        completed = float(r["successful_calls"]) - float(r["rejected_503"])
+        read, drops = float(r["proxy_read"]), float(r["proxy_socket_drops"])
+        seen = read + drops
+        rows.append({
+            "run_id": str(r["run_id"]), "offered_cps": float(rate), "calls": int(calls),
+            "retransmissions": True, "guard": str(r["guard"]),
+            "guard_cps": float(r.get("guard_cps") or 0.0) if pd.notna(r.get("guard_cps")) else 0.0,
+            "completed": int(completed), "rejected_503": int(r["rejected_503"]),
+            "sipp_successful": int(r["successful_calls"]),
+            "sipp_failed": int(r["failed_calls"]) if pd.notna(r.get("failed_calls")) else 0,
+            "completed_share": completed / calls,
+            "goodput_cps": float(r["goodput_cps"]) if pd.notna(r.get("goodput_cps")) else rate * completed / calls,
+            "retransmissions_uac": int(r["uac_retransmissions"]),
+            "retransmissions_uas": int(r["uas_retransmissions"]) if pd.notna(r.get("uas_retransmissions")) else 0,
+            "proxy_read": read, "proxy_drops": drops,
+            "drop_share": drops / seen if seen > 0 else math.nan,
+            "amplification": seen / (6 * calls),
+            "load_seconds": float(r["offered_seconds"]) if pd.notna(r.get("offered_seconds")) else math.nan,
+            "machine_busy": bool(r["machine_busy"]) if pd.notna(r.get("machine_busy")) else None,
+            "start_utc": r.get("start_utc"),
+        })
+    df = pd.DataFrame(rows)
+    if len(df):
+        df = df.sort_values(["guard", "offered_cps"]).reset_index(drop=True)
+    return df, problems
+
+
+def read_overload(root: str | Path = LAB_RUNS, long_csv: str | Path = LAB_LONG_OVERLOAD
+                  ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Every overload run the lab has: the run directories under ``root`` and the long
+    recording's table, one frame, with a column ``source`` (``runs`` or ``long``)."""
+    a, pa = read_overload_runs(root)
+    b, pb = read_long_overload(long_csv)
+    parts = [f.assign(source=s) for f, s in ((a, "runs"), (b, "long")) if len(f)]
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if len(df):
+        df = df.sort_values(["guard", "retransmissions", "offered_cps"]).reset_index(drop=True)
+    return df, pa + pb
