@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 
-def _out_dir(out_dir) -> Path:
+def prepare_out_dir(out_dir) -> Path:
     """Create the output directory and prove it is writable, before any work is done."""
     from sipperf.ingest import display_path
     from sipperf.timeline import IngestError
@@ -99,7 +99,7 @@ def _analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int |
             raise IngestError("--proxy", repr(proxy), f"unusable proxy address: {e}") from None
     if workers is not None and workers < 0:
         raise IngestError("--workers", repr(workers), "give 0 (no Dask) or a number of local workers")
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     streamed = _stream(paths, stream, proxy=proxy, strict=strict, offered=offered, workers=workers,
                        scheduler=scheduler, progress=progress)
     if streamed is not None:

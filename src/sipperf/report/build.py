@@ -24,7 +24,6 @@ import json
 import math
 import re
 import shutil
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,21 +64,11 @@ class Report:
 
 
 def out_dir(path) -> Path:
-    """Create ``path`` and prove it is writable (an IngestError naming it otherwise)."""
-    from sipperf.ingest import display_path
-    from sipperf.timeline import IngestError
+    """Create ``path`` and prove it is writable (an IngestError naming it otherwise): the same
+    check as ``sipperf analyze --out``."""
+    from sipperf.commands.analyze import prepare_out_dir
 
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise IngestError(display_path(out), "--out", "exists and is not a directory: give a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".sipperf-write-test-{uuid.uuid4().hex}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise IngestError(display_path(out), "--out", f"cannot write there: {e.strerror or e}") from None
-    return out
+    return prepare_out_dir(path)
 
 
 def _safe(label: str) -> str:
