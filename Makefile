@@ -10,11 +10,12 @@ SYSSTAMP := _build/.system-packages
 APT_PKGS := tshark chromium kamailio sip-tester bpftrace
 JB_FLAGS := -W -n --keep-going --builder html
 
-.PHONY: book test setup system static lock clean help bench
+.PHONY: book test setup system static lock clean help bench lab
 
 help:
 	@echo "make book   build the static HTML book into _build/html (all set-up included)"
 	@echo "make test   set-up, build the book, run every test"
+	@echo "make lab    read the book live: JupyterLab on 127.0.0.1, chapters open as notebooks"
 
 # --- system packages (apt-get) -------------------------------------------------------------
 # Installs what is missing: tshark (pcap ingest), chromium (browser test), kamailio + sip-tester
@@ -55,7 +56,7 @@ static: $(STAMP)
 # --- the book ----------------------------------------------------------------------------------
 book: setup
 	@start=$$(date +%s); \
-	$(BIN)/jupyter-book build . $(JB_FLAGS) || { cat _build/html/reports/*.log 2>/dev/null | tail -50; exit 1; }; \
+	SIPPERF_STATIC=1 $(BIN)/jupyter-book build . $(JB_FLAGS) || { cat _build/html/reports/*.log 2>/dev/null | tail -50; exit 1; }; \
 	echo "Built in $$(( $$(date +%s) - start )) s"; \
 	echo "The book is at: file://$(CURDIR)/_build/html/index.html  (or: $(BIN)/python -m http.server -d _build/html -b 127.0.0.1 8000)"
 
@@ -66,11 +67,23 @@ test: book
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# Regenerate the full pin list after editing requirements.in (binder/requirements.txt follows).
+# Regenerate the full pin list after editing requirements.in; binder/requirements.txt follows:
+# the reading-and-running subset named in binder/requirements.in, same pins (a test checks).
 lock:
 	$(BIN)/python -m pip install -q -r requirements.in
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > requirements.txt
-	cp requirements.txt binder/requirements.txt
+	$(BIN)/python binder/make_requirements.py
+
+# --- reading it live ------------------------------------------------------------------------
+# JupyterLab from the venv, as on Binder: chapters (MyST .md) open as notebooks through Jupytext
+# (settings: binder/jupyter-config), figures and sliders live. Loopback only; Ctrl-C stops it.
+LAB_PORT ?= 8888
+lab: $(STAMP) system
+	@root=""; if [ "$$(id -u)" = 0 ]; then root="--allow-root"; fi; \
+	echo "Starting JupyterLab; open the URL with the token it prints below (Ctrl-C stops it)."; \
+	JUPYTER_CONFIG_PATH="$(CURDIR)/binder/jupyter-config$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	exec $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) $$root \
+	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/book/intro.md
 
 clean:
 	rm -rf _build

@@ -5,6 +5,9 @@ sphinx-thebe registers its inline configuration script (``const THEBE_JS_URL = â
 different selectors, so every page declared the constant twice: a JavaScript error on every
 page.  Before each page is written, keep only the first inline script that declares a given
 ``const``/``let`` name, and drop exact duplicates of any script entry.
+
+It also installs :mod:`sipperf_execute` (chapter execution without stalls, a per-chapter time
+budget ``sipperf_chapter_timeout``) before any chapter runs.
 """
 from __future__ import annotations
 
@@ -31,5 +34,9 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    import sipperf_execute
+
+    app.add_config_value("sipperf_chapter_timeout", 600, "", [int, float])
+    app.connect("config-inited", sipperf_execute.install)
     app.connect("html-page-context", _dedupe_scripts, priority=1)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
