@@ -148,8 +148,13 @@ def load_points(root: str | Path) -> pd.DataFrame:
 
 def load_components(root: str | Path) -> pd.DataFrame:
     """``long/components.csv``: per point, message type and component: n, mean_us, ci_hw_us,
-    p50_us, p90_us, p99_us, max_us."""
-    return pd.read_csv(Path(root) / "components.csv")
+    p50_us, p90_us, p99_us, max_us.  Empty (those columns) while only counter-only points
+    (overload) are recorded."""
+    try:
+        return pd.read_csv(Path(root) / "components.csv")
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=["run_id", "msg_type", "component", "n", "mean_us", "ci_hw_us",
+                                     "p50_us", "p90_us", "p99_us", "max_us"])
 
 
 def load_histograms(root: str | Path, run_id: str | None = None) -> pd.DataFrame:

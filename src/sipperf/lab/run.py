@@ -70,8 +70,8 @@ class LabConfig:
             raise ValueError(f"tracer must be one of {TRACER_MODES}, not {self.tracer!r}")
         if not (0 < self.rate_cps <= 20000):
             raise ValueError("rate must be in (0, 20000] calls/s")
-        if not (1 <= self.calls <= 200000):
-            raise ValueError("calls must be in [1, 200000]")
+        if not (1 <= self.calls <= 500000):   # 30 s at 3x a knee of ~3,000 calls/s is 280,000 calls
+            raise ValueError("calls must be in [1, 500000]")
         if not (1 <= self.workers <= 64):
             raise ValueError("workers must be in [1, 64]")
         if len({self.proxy_port, self.uas_port, self.uac_port}) != 3:

@@ -42,7 +42,10 @@ class Dataset:
     # -- reading ---------------------------------------------------------------------------------
     def _csv(self, name: str) -> pd.DataFrame:
         p = self.root / name
-        return pd.read_csv(p) if p.exists() and p.stat().st_size else pd.DataFrame()
+        try:
+            return pd.read_csv(p) if p.exists() and p.stat().st_size else pd.DataFrame()
+        except pd.errors.EmptyDataError:   # a table with no rows and no header yet
+            return pd.DataFrame()
 
     def done(self) -> set[str]:
         d = self._csv("runs.csv")
@@ -61,6 +64,8 @@ class Dataset:
         if key in d:
             d = d[d[key] != value]
         new = pd.DataFrame(rows)
+        if new.empty and d.empty and (self.root / name).exists():
+            return   # nothing to add (an overload point has no components): keep the file as it is
         d = pd.concat([d, new], ignore_index=True) if len(d) else new
         _write_csv(d, self.root / name)
 
