@@ -1816,37 +1816,14 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     ifs[k, IF_DEN] = den
                     ifs[k, IF_OFF] = tsoff * 1_000_000_000
                 st[ST_NIF] = k + 1
-            elif btype == 6:
+            elif btype == 6 or btype == 2:   # enhanced / obsolete packet block
                 if blen < 32:
                     st[ST_ERR] = ERR_CORRUPT
                     st[ST_ERR_POS] = pos
                     st[ST_ERR_FRAME] = st[ST_FRAME] + 1
                     status = DONE
                     break
-                iface = _u32(buf, pos + 8, big)
-                caplen = _u32(buf, pos + 20, big)
-                if caplen > blen - 32:
-                    st[ST_ERR] = ERR_CORRUPT
-                    st[ST_ERR_POS] = pos
-                    st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                    status = DONE
-                    break
-                has_pkt = True
-                data = pos + 28
-                if iface >= st[ST_NIF] or iface >= MAX_IF:
-                    undef = True
-                else:
-                    link = ifs[iface, IF_LINK]
-                    ts = _ts_ns(_u32(buf, pos + 12, big), _u32(buf, pos + 16, big),
-                                ifs[iface, IF_NUM], ifs[iface, IF_DEN]) + ifs[iface, IF_OFF]
-            elif btype == 2:
-                if blen < 32:
-                    st[ST_ERR] = ERR_CORRUPT
-                    st[ST_ERR_POS] = pos
-                    st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                    status = DONE
-                    break
-                iface = _u16(buf, pos + 8, big)
+                iface = _u32(buf, pos + 8, big) if btype == 6 else _u16(buf, pos + 8, big)
                 caplen = _u32(buf, pos + 20, big)
                 if caplen > blen - 32:
                     st[ST_ERR] = ERR_CORRUPT
