@@ -144,6 +144,16 @@ class IngestReport:
                 f"skipped {self.n_skipped} ({sk}) -> {self.messages} messages")
 
 
+def first_instant(tl: pd.DataFrame) -> np.ndarray:
+    """The earliest recorded instant of each row in the order of :data:`INSTANTS` (the first one
+    present), as float ns; NaN where a row has none."""
+    key = np.full(len(tl), np.nan)
+    for c in reversed(INSTANTS):
+        v = tl[c].to_numpy(dtype="float64", na_value=np.nan)
+        key = np.where(np.isfinite(v), v, key)
+    return key
+
+
 def canonical_msg_type(kind: Any, method: Any, status: Any, cseq_method: Any) -> str:
     """Map one message to the thesis's six types (INVITE, 180, 200-INVITE, ACK, BYE, 200-BYE) or OTHER."""
     if kind == "request":

@@ -275,13 +275,11 @@ def _summary(report, tl: pd.DataFrame, cm: pd.DataFrame, unreliable: str) -> dic
 
 
 def _order_key(tl: pd.DataFrame) -> np.ndarray:
-    from sipperf.timeline import INSTANTS
+    """Each row's first instant (float ns), rows without any last."""
+    from sipperf.timeline import first_instant
 
-    key = np.full(len(tl), np.inf)
-    for c in reversed(INSTANTS):
-        v = tl[c].to_numpy(dtype="float64", na_value=np.nan)
-        key = np.where(np.isfinite(v), v, key)
-    return key
+    key = first_instant(tl)
+    return np.where(np.isnan(key), np.inf, key)
 
 
 def _figures(t_key: np.ndarray, arrays: dict, comp, out: Path, tx: pd.DataFrame | None = None) -> list[Path]:

@@ -97,15 +97,22 @@ def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: s
         tables.append(pk)
         reports.append(r)
     packets = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+    rep = set_report(reports, label)
+    tl, rep = timeline_of(packets, rep, label, proxy, strict=strict, run_id=run_id or rid, stateful=stateful)
+    rep.details["capture_set"] = set_account(paths, reports, packets, tl, np.array(offsets, np.int64))
+    return tl, rep
+
+
+def set_report(reports: list[IngestReport], label: str) -> IngestReport:
+    """One packet-level account for the files of a ring buffer: their reads, parses, skips and
+    notes summed (the timeline's own account comes after pairing)."""
     rep = IngestReport(source="pcap-set", path=label)
     for r in reports:
         rep.read += r.read
         rep.parsed += r.parsed
         rep.skipped.update(r.skipped)
         rep.notes.extend(r.notes)
-    tl, rep = timeline_of(packets, rep, label, proxy, strict=strict, run_id=run_id or rid, stateful=stateful)
-    rep.details["capture_set"] = set_account(paths, reports, packets, tl, np.array(offsets, np.int64))
-    return tl, rep
+    return rep
 
 
 def set_account(paths, reports, packets: pd.DataFrame, tl: pd.DataFrame, offsets: np.ndarray) -> dict:

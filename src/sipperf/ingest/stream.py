@@ -978,13 +978,9 @@ def _check(files, reports, engine: Engine, strict: bool) -> None:
 def _report(files, reports: list[IngestReport], label: str) -> IngestReport:
     if len(reports) == 1:
         return reports[0]
-    rep = IngestReport(source="pcap-set", path=label)
-    for r in reports:
-        rep.read += r.read
-        rep.parsed += r.parsed
-        rep.skipped.update(r.skipped)
-        rep.notes.extend(r.notes)
-    return rep
+    from .capture import set_report
+
+    return set_report(reports, label)
 
 
 def _prefix_frame(files, n: int) -> pd.DataFrame:

@@ -37,6 +37,7 @@ import pandas as pd
 
 from sipperf import stats
 from sipperf.fit import RunInput
+from sipperf.timeline import first_instant
 
 __all__ = ["Group", "group_inputs", "split_timeline", "measure", "RunMeasure", "run_meta", "GROUP_RULES"]
 
@@ -161,17 +162,6 @@ def parse_gap(group_by: str) -> float | None:
     if not (v > 0 and math.isfinite(v)):
         raise ValueError(f"--group-by {group_by!r}: the gap must be a positive number of seconds")
     return v
-
-
-def first_instant(tl: pd.DataFrame) -> np.ndarray:
-    """The earliest instant of each row (float ns, NaN if none)."""
-    from sipperf.timeline import INSTANTS
-
-    key = np.full(len(tl), np.nan)
-    for c in reversed(INSTANTS):
-        v = tl[c].to_numpy(dtype="float64", na_value=np.nan)
-        key = np.where(np.isfinite(v), v, key)
-    return key
 
 
 def split_timeline(tl: pd.DataFrame, label: str, gap_s: float | None,
