@@ -545,3 +545,32 @@ def test_a_failed_join_keeps_the_round_counters(fake_lab, tmp_path, monkeypatch)
     assert s["calls_offered"] == sum(fake_lab) and s["rounds"] >= 2
     assert (tmp_path / "scratch" / "failed" / "p3-r0" / "meta.json").exists()
     assert res["meta"]["rounds"][0]["ingest_error"].startswith("TimelineError")
+
+
+@needs_long
+def test_long_worker_series_crosses_every_knee():
+    """Every worker count of the series has points on both sides of its 1 %-drop knee, so the
+    knee the chapters use is interpolated, never censored."""
+    from sipperf.fit import knee_measured
+
+    pts = LD.load_points(LONG)
+    ws = pts[pts["series"] == "workers"]
+    if ws.empty:
+        pytest.skip("no worker series yet")
+    assert set(ws["workers"]) >= {1, 2, 4, 8}
+    for c, g in ws.groupby("workers"):
+        assert (g["pdr"] < 0.01).any() and (g["pdr"] >= 0.01).any(), c
+        assert knee_measured(g["rate_cps"], g["pdr"])["censored"] == "", c
+
+
+def test_past_knee_points_go_further_out():
+    """The extra points of a sweep that never reached 1 % drops: beyond the last fraction, on
+    the rate grid, each further out than the one before, with their own seeds and ids."""
+    params = plan.PLANS["full"]
+    ps = [plan.past_knee_point(params, 8, 2746.0, k) for k in (1, 2, 3)]
+    rates = [p.cfg.rate_cps for p in ps]
+    assert rates[0] > params.fractions[-1] * 2746.0 and rates == sorted(set(rates))
+    assert all(r % 50 == 0 for r in rates)
+    assert len({p.run_id for p in ps}) == 3 and len({p.cfg.seed for p in ps}) == 3
+    assert all(p.label["past_knee"] == k for p, k in zip(ps, (1, 2, 3)))
+    assert {p.run_id for p in ps}.isdisjoint(p.run_id for p in plan.worker_points(params, 8, 2746.0))

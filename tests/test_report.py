@@ -259,3 +259,33 @@ def test_stored_summaries_are_runs(tmp_path, sweep):
     # a broken summary (no run_id column) is unusable input, not a traceback
     pd.read_csv(ds / "runs.csv").drop(columns="run_id").to_csv(ds / "runs.csv", index=False)
     assert main(["report", str(ds), "--out", str(tmp_path / "o2")]) == 2
+
+
+def test_summary_socket_capacity_and_fit_runs(tmp_path):
+    """A summary dataset's kept timelines say how full the socket was at the drops: that count
+    (plus the workers in service) becomes each point's K, and ``fit_runs`` reads the dataset."""
+    import shutil
+
+    from sipperf.ingest.lab_dataset import load_run
+    from sipperf.report import fit_runs
+    from sipperf.report.runs import queue_at_drops, summary_measures, summary_sockq_pkts
+
+    ds = tmp_path / "long"
+    _summary_dataset(ds, ["rate-0025", "rate-0300", "rate-2000"])
+    assert summary_sockq_pkts(ds) == (None, [])          # no kept timeline: no claim about K
+    assert all(m.fit_input.k_pkts is None for _, _, m in summary_measures(ds))
+    (ds / "runs").mkdir()
+    shutil.copytree(LAB / "rate-2000", ds / "runs" / "rate-2000")     # it dropped 5 % of its messages
+    shutil.copytree(LAB / "rate-0300", ds / "runs" / "rate-0300")     # it dropped none: not used
+    kq = queue_at_drops(load_run(LAB / "rate-2000")[0])
+    assert kq is not None and kq > 10
+    assert summary_sockq_pkts(ds) == (kq, ["rate-2000"])
+    ms = summary_measures(ds)
+    assert {m.fit_input.k_pkts for _, _, m in ms} == {kq + 1}
+    assert all(any("socket-queue capacity" in w for w in m.warnings) for _, _, m in ms)
+    f = fit_runs([ds], n_boot=0)
+    assert [d["run"] for d in f.per_run] == ["rate-0025", "rate-0300", "rate-2000"]
+    assert {d["k_pkts"] for d in f.per_run} == {kq + 1}
+    assert f.constants["service_demand_us"]["value"] > 0
+    # an override wins over what the data say
+    assert {d["k_pkts"] for d in fit_runs([ds], n_boot=0, k_pkts=64).per_run} == {64}

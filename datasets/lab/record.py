@@ -330,6 +330,17 @@ def main(argv: list[str] | None = None) -> int:
         log(f"   knee {res['knee_cps']} cps ({res['probes']} probes)")
         return res["knee_cps"]
 
+    def past_knee(c: int, kc: float) -> None:
+        """Extra points beyond the sweep until one drops at least the knee's 1 % (bounded)."""
+        for k in range(1, params.past_knee_max + 1):
+            pts_ = ds.points()
+            mine = pts_[(pts_["series"] == "workers") & (pts_["workers"] == c)] if len(pts_) else pts_
+            if len(mine) and (mine["pdr"] >= P.KNEE_PDR).any():
+                return
+            p = P.past_knee_point(params, c, kc, k)
+            log(f"   no {c}-worker point reached {P.KNEE_PDR:.0%} drops: one more at {p.cfg.rate_cps:g} cps")
+            run_points([p])
+
     t0 = time.monotonic()
     try:
         ws = list(params.workers) if "workers" in a.series else []
@@ -337,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             k1 = knee(1)
             if k1:
                 run_points(P.worker_points(params, 1, k1))
+                past_knee(1, k1)
             ws = ws[1:]
         need_k1 = ("overload" in a.series) or ("sched" in a.series)
         k1 = knee(1) if need_k1 else None
@@ -348,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
             kc = knee(c)
             if kc:
                 run_points(P.worker_points(params, c, kc))
+                past_knee(c, kc)
     except MachineBusy as e:
         log(f"record.py: refused, {e}.  Done points are kept; run the same command again on an "
             f"idle machine (or add --force to record and flag).")

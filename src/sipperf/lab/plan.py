@@ -8,7 +8,9 @@ Series (one configuration each is a *point*, recorded by :func:`sipperf.lab.long
              recorded at fixed fractions of it.  SIPp retransmissions off (``-nr``) and tm's
              retransmission timer beyond its final-response timer, as in seed 000: a dropped
              message is lost, not resent, so the drop rate is the queue's.  The 1-worker sweep
-             is the rate sweep (>= 20,000 calls per point).
+             is the rate sweep (>= 20,000 calls per point).  If no point of a sweep reaches
+             the knee's 1 % (long runs can put the knee above the probes' estimate), up to
+             ``past_knee_max`` extra points further out are recorded until one does.
 ``sched``    one worker at ``sched_fraction`` of its knee under each scheduler tuning
              (:data:`TREATMENTS`), without and with two busy loops competing for the CPUs.
              Treatments whose knob this machine refuses (the probe in ``knobs.json``) are
@@ -57,6 +59,10 @@ class PlanParams:
     #: almost no packet waits; the knee fractions start far above them)
     light_rates_cps: tuple[float, ...] = (50.0, 100.0)
     workers: tuple[int, ...] = (1, 2, 4, 8)
+    #: when no point of a sweep reached the knee's drop rate, extra points at
+    #: fractions[-1] x past_knee_step**k of the knee, k = 1 .. past_knee_max, until one does
+    past_knee_step: float = 1.15
+    past_knee_max: int = 3
     sched_fraction: float = 0.7
     sched_min_calls: int = 10000
     sched_round_calls: int = 5000
@@ -166,6 +172,21 @@ def worker_points(params: PlanParams, workers: int, knee: float) -> list[PointSp
             max_load_s=params.max_load_s, ci_target=params.ci_target, keep_timeline_calls=keep,
             label={"knee_cps": knee, "fraction_of_knee": f}))
     return out
+
+
+def past_knee_point(params: PlanParams, workers: int, knee: float, k: int) -> PointSpec:
+    """The ``k``-th extra point (k = 1, 2, ...) beyond the last knee fraction, at
+    ``fractions[-1] x past_knee_step**k`` of the knee.  Recorded when no point of the sweep
+    reached the knee's drop rate: short probes can place the knee below where long runs put it,
+    and a sweep that never crosses 1 % would leave the knee censored."""
+    f = params.fractions[-1] * params.past_knee_step ** k
+    rate = round_rate(f * knee)
+    return PointSpec(
+        run_id=f"workers-c{workers}-r{int(rate):05d}", series="workers",
+        cfg=base_config(params, workers=workers, rate_cps=rate, seed=10000 * workers + 100 + k),
+        min_calls=params.min_calls, round_calls=params.round_calls, max_calls=params.max_calls,
+        max_load_s=params.max_load_s, ci_target=params.ci_target, keep_timeline_calls=0,
+        label={"knee_cps": knee, "fraction_of_knee": f, "past_knee": k})
 
 
 def sched_points(params: PlanParams, knee1: float, names: list[str]) -> list[PointSpec]:

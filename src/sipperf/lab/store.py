@@ -47,6 +47,10 @@ class Dataset:
         except pd.errors.EmptyDataError:   # a table with no rows and no header yet
             return pd.DataFrame()
 
+    def points(self) -> pd.DataFrame:
+        """The summary rows recorded so far (``runs.csv``; empty before the first point)."""
+        return self._csv("runs.csv")
+
     def done(self) -> set[str]:
         d = self._csv("runs.csv")
         return set(d["run_id"]) if "run_id" in d else set()

@@ -208,15 +208,26 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
 
 
 def fit_runs(paths, *, n_boot: int = 0, seed: int = 0, **meta_over):
-    """The fit alone (:func:`sipperf.fit.fit_all`) on runs given as paths, one run per path: read
+    """The fit alone (:func:`sipperf.fit.fit_all`) on runs given as paths, one run per path (a
+    summary dataset such as ``datasets/lab/long`` gives one run per stored point): read
     (:func:`sipperf.ingest.load`), measured, fitted; no files written.  ``meta_over`` (``threads``,
     ``cores``, ``processors``, ``k_pkts``) overrides what the runs' metadata say.  For chapters
     and scripts that need the constants only; ``build_report`` does the same and more."""
     from sipperf import fit as fitmod
     from sipperf.ingest import load
 
+    from sipperf.report.runs import is_summary_dataset, summary_measures
+
     inputs = []
     for p in paths:
+        if is_summary_dataset(p):      # stored per-point summaries (the lab's long recording)
+            for _, _, m in summary_measures(p):
+                for k in ("threads", "cores", "processors", "k_pkts"):
+                    if meta_over.get(k) is not None:
+                        setattr(m.fit_input, k, meta_over[k])
+                if m.has_sojourn:
+                    inputs.append(m.fit_input)
+            continue
         tl, _ = load(p)
         meta = {**run_meta([str(p)]), **{k: v for k, v in meta_over.items() if v is not None}}
         m = measure(Path(p).name, tl, meta)

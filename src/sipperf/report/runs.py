@@ -543,6 +543,31 @@ def is_summary_dataset(p) -> bool:
     return p.is_dir() and (p / "runs.csv").is_file() and (p / "components.csv").is_file()
 
 
+def summary_sockq_pkts(root) -> tuple[float | None, list[str]]:
+    """What a summary dataset's kept timelines say about the socket queue's capacity (packets):
+    the median over its ``runs/<id>/timeline.parquet`` windows with drops of
+    :func:`queue_at_drops` (the messages waiting in the socket when one was dropped), and the
+    runs it came from.  ``(None, [])`` when no kept window holds a drop.  A window holds only the
+    messages of the calls it kept, so the count is a lower bound where other calls' messages
+    shared the queue; the points share one socket set-up (``meta.json`` ``proxy.socket``)."""
+    from sipperf.ingest.lab_dataset import load_run
+    from sipperf.timeline import IngestError
+
+    vals, used = [], []
+    for d in sorted(Path(root, "runs").glob("*/timeline.parquet")):
+        try:
+            tl, _ = load_run(d.parent)
+        except (IngestError, OSError, ValueError):
+            continue
+        if "dropped" not in tl.columns or not tl["dropped"].fillna(False).any():
+            continue
+        kq = queue_at_drops(tl)
+        if kq is not None:
+            vals.append(kq)
+            used.append(d.parent.name)
+    return (float(np.median(vals)) if vals else None), used
+
+
 def _hist_var_us2(h: pd.DataFrame) -> float:
     """Variance (µs²) of one stored histogram group, each bin at its geometric centre."""
     h = h[np.isfinite(h["lo_us"]) & np.isfinite(h["hi_us"])]
@@ -579,6 +604,7 @@ def summary_measures(root, msgs_per_call: float = 6.0) -> list[tuple[str, dict, 
         except Exception:  # noqa: BLE001 - an unreadable histogram file only costs the variances
             hist = None
     t_crit = 2.045  # t_{0.975, 29}: the stored CIs are batch means over 30 batches
+    kq, kq_runs = summary_sockq_pkts(root)
     out = []
     for _, row in pts.iterrows():
         rid = str(row.get("run_id"))
@@ -625,7 +651,12 @@ def summary_measures(root, msgs_per_call: float = 6.0) -> list[tuple[str, dict, 
             r_var_us2=r_var if math.isfinite(r_var) else 0.0,
             r_by_type={k: v for k, v in r_by.items() if math.isfinite(v)} if tracepoints else {},
             r_se_by_type={k: v for k, v in r_se.items() if math.isfinite(v)} if tracepoints else {},
-            share_by_type=share, pdr=pdr, pdr_se=pdr_hw / 1.96, threads=threads, steady=True)
+            share_by_type=share, pdr=pdr, pdr_se=pdr_hw / 1.96, threads=threads, steady=True,
+            k_pkts=kq + (threads or 1) if kq is not None else None)
+        if kq is not None:
+            warnings.append(f"socket-queue capacity: {kq:.0f} packets waiting when a message was dropped "
+                            f"(median over the kept timelines of {', '.join(kq_runs)}), plus the "
+                            f"{threads or 1} in service")
         if tracepoints and not math.isfinite(r_var):
             warnings.append("no stored histograms: the service time's variance within a message type is taken "
                             "as 0 (only the spread between the types counts)")
@@ -641,7 +672,7 @@ def summary_measures(root, msgs_per_call: float = 6.0) -> list[tuple[str, dict, 
             window_s=float("nan"), lam_pps=fi.lam_pps, lam_cps=rate, calls=int(row.get("calls_offered", 0) or 0),
             ca2=float("nan"), ca2_sd=float("nan"), ca2_msgs=float("nan"), pdr=pdr, pdr_ci95=pdr_hw,
             dropped=int(row.get("steady_dropped", 0) or 0), retransmissions=int(row.get("uac_retransmissions", 0) or 0),
-            k_pkts_data=None, fit_input=fi, series={}, components=comps, warnings=warnings)
+            k_pkts_data=kq, fit_input=fi, series={}, components=comps, warnings=warnings)
         meta = {"source": "lab-summary", "threads": threads, "offered_cps": rate,
                 "series": row.get("series"), "workers": threads}
         out.append((rid, meta, meas))
