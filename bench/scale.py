@@ -11,7 +11,10 @@ Every measurement runs in a fresh process; each figure is the median of ``--runs
 provenance file beside it) unless ``--csv ''``:
 
 * **bulk** -- :func:`sipperf.ingest.pcapfast.read_packets` on the largest capture, one core:
-  the read itself, after the compiled code is loaded (bench/ingest.py's child);
+  the read itself into one in-memory table, after the compiled code is loaded (bench/ingest.py's
+  child); **scan** -- the compiled pass alone (the time spent in :func:`sipperf.ingest.pcapscan.scan`
+  while :func:`~sipperf.ingest.pcapfast.iter_packets` streams the same capture) and
+  **bulk-stream** -- that streamed read whole (compiled pass plus DataFrame chunks, bounded memory);
 * **analyze** -- the ``sipperf analyze CAPTURE --out DIR`` command end to end (interpreter
   start, imports, reading, pairing, statistics, tables and figures), per size: wall, CPU of the
   whole process tree (the command and its reader process), peak memory as (a) the largest sum
@@ -201,6 +204,15 @@ def main(argv=None) -> None:
             print(f"bulk parse, {max(sizes):,} packets: {max(sizes) / sec:,.0f} packets/s ({sec:.2f} s wall, "
                   f"{med(res, 'cpu'):.2f} s CPU, peak {med(res, 'hwm_mb'):.0f} MB), median of {a.runs}; "
                   f"load {loads}", flush=True)
+            res, loads = median_runs(lambda: B._child(B.CHILD_BULK, str(big), str(tiny), "stream"), a.runs)
+            scan_s, sec = med(res, "scan_s"), med(res, "seconds")
+            add("scan", "compiled pass alone (pcapscan.scan inside iter_packets, one core)", max(sizes), res, loads,
+                wall_s=scan_s, packets_per_s=max(sizes) / scan_s)
+            add("bulk-stream", "iter_packets, streamed (compiled pass + DataFrame chunks, one core)", max(sizes), res,
+                loads, wall_s=sec, cpu_s=med(res, "cpu"), peak_mb=med(res, "hwm_mb"), packets_per_s=max(sizes) / sec)
+            print(f"compiled pass alone, {max(sizes):,} packets: {max(sizes) / scan_s:,.0f} packets/s ({scan_s:.2f} s); "
+                  f"streamed as DataFrame chunks: {max(sizes) / sec:,.0f} packets/s ({sec:.2f} s wall, peak "
+                  f"{med(res, 'hwm_mb'):.0f} MB), median of {a.runs}; load {loads}", flush=True)
         if "scale" not in skip:
             print(f"\n`sipperf analyze CAPTURE --out DIR`, end to end, median of {a.runs} runs each")
             print(f"{'packets':>11} {'wall s':>8} {'CPU s':>8} {'pkt/s':>10} {'tree peak MB':>13} "
@@ -311,7 +323,9 @@ on {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}.
 * Captures: real lab traffic (`datasets/lab/raw/rate-0025/capture.pcapng.gz`, Kamailio 5.6
   relaying SIPp calls on loopback UDP) replicated to the given number of packets with unique
   Call-IDs by `bench/ingest.py` (`replicate`), in /tmp, not committed.
-* Columns: `section` (bulk: the compiled reader alone, one core; analyze: the `sipperf analyze`
+* Columns: `section` (bulk: the reader into one in-memory table, one core; scan: the compiled
+  pass alone, the time inside `pcapscan.scan` while `iter_packets` streams the capture;
+  bulk-stream: that streamed read whole, DataFrame chunks included; analyze: the `sipperf analyze`
   command end to end, interpreter start to figures written; fixed: CPU of a first and a second
   analyze of the smallest capture in one process; ring: the `ring_packets` capture cut into
   `files` ring-buffer files by `editcap -c` and analysed as a directory), `wall_s`, `cpu_s` (the

@@ -285,7 +285,7 @@ def _ts_ns(raw_hi, raw_lo, num, den):
 
 
 # ============================================================================== SIP parsing
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _start_line(a, s, e):
     """(kind, x): kind 1 request (x = end of the method), 2 response (x = status), 0 not SIP."""
     n = e - s
@@ -389,7 +389,7 @@ def _unfold_into(a, vs, ve, scr, sp):
     return s, o
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _next_top(a, s, e, sep):
     """End of the first element of a[s:e] split at ``sep`` outside quotes and <> (or e)."""
     # fast path: no quote or angle bracket before the separator
@@ -424,7 +424,7 @@ def _next_top(a, s, e, sep):
     return e
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _blank(a, s, e):
     for i in range(s, e):
         if not _ws(_at(a, i)):
@@ -432,7 +432,7 @@ def _blank(a, s, e):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _strip(a, s, e):
     while s < e and _ws(_at(a, s)):
         s += 1
@@ -441,7 +441,7 @@ def _strip(a, s, e):
     return s, e
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _param(a, s, e, name, nlen):
     """Span of the value of ``;name=value`` in _at(a, s:e) (first piece skipped), or (-1, -1)."""
     p = _next_top(a, s, e, 59)
@@ -472,7 +472,7 @@ def _param(a, s, e, name, nlen):
     return -1, -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _name_addr(a, s, e):
     """(uri_s, uri_e, params_s, params_e) of a From/To/Contact value; uri_s = -1 if empty."""
     quoted = False
@@ -511,7 +511,7 @@ def _name_addr(a, s, e):
     return (us if ue > us else -1), ue, k, e
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _u32v(a, s, e, limit):
     """1*DIGIT not above limit, else -1."""
     if e <= s:
@@ -556,7 +556,7 @@ def _src(a, scr, hsrc, k):
     return scr if hsrc[k] else a
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _finish_value(a, cvs, cve, folded, scr, sp):
     """A raw header value a[cvs:cve] -> stripped span: in place, or unfolded into scr[sp:]."""
     if folded:
@@ -571,7 +571,7 @@ def _finish_value(a, cvs, cve, folded, scr, sp):
     return vs, ve, 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _via_elements(v, vs, ve, hs, he, hsrc, src_flag, first):
     """Count the non-blank comma-separated values of a Via value v[vs:ve]; the first one of
     the top Via header becomes hs/he[H_VIA].  Returns the count."""
@@ -608,11 +608,12 @@ def _via_elements(v, vs, ve, hs, he, hsrc, src_flag, first):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _write_row(a, s, kind, x, r, I, O, V, D, dl, scr, hs, he, hsrc, hlen, cseq, status, via_count,
                cv, cm_s, cm_e):
-    """The row's columns from the header spans found by :func:`parse_sip` (a separate function:
-    smaller functions optimise better)."""
+    """The row's columns from the header spans found by :func:`parse_sip` (kept apart for
+    reading; inlined, like the small helpers above, at Numba IR level: a call with a dozen
+    array arguments costs more than the work of most of these functions)."""
     I[I_CSEQ, r] = cseq
     I[I_STATUS, r] = status
     I[I_VIACNT, r] = via_count
