@@ -113,11 +113,8 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
     summaries = [p for p in paths if is_summary_dataset(p)]
     for p in summaries:
         try:
-            for rid, meta, m in summary_measures(p):
+            for rid, meta, m in summary_measures(p, fit_over={"threads": threads, "k_pkts": buffer_pkts}):
                 acc = IngestReport(source="lab-summary", path=display_path(Path(p) / "runs.csv"), read=1, parsed=1)
-                for k, v in (("threads", threads), ("k_pkts", buffer_pkts)):
-                    if v is not None:
-                        setattr(m.fit_input, k, v)
                 runs.append(RunResult(rid, [p], None, acc, {}, meta, m))
         except (OSError, ValueError, KeyError) as e:
             raise IngestError(display_path(p), "runs.csv", f"not a readable summary dataset: {e}") from None
@@ -215,16 +212,13 @@ def fit_runs(paths, *, n_boot: int = 0, seed: int = 0, **meta_over):
     and scripts that need the constants only; ``build_report`` does the same and more."""
     from sipperf import fit as fitmod
     from sipperf.ingest import load
-
     from sipperf.report.runs import is_summary_dataset, summary_measures
 
     inputs = []
     for p in paths:
         if is_summary_dataset(p):      # stored per-point summaries (the lab's long recording)
-            for _, _, m in summary_measures(p):
-                for k in ("threads", "cores", "processors", "k_pkts"):
-                    if meta_over.get(k) is not None:
-                        setattr(m.fit_input, k, meta_over[k])
+            over = {k: meta_over.get(k) for k in ("threads", "cores", "processors", "k_pkts")}
+            for _, _, m in summary_measures(p, fit_over=over):
                 if m.has_sojourn:
                     inputs.append(m.fit_input)
             continue

@@ -559,9 +559,7 @@ def summary_sockq_pkts(root) -> tuple[float | None, list[str]]:
             tl, _ = load_run(d.parent)
         except (IngestError, OSError, ValueError):
             continue
-        if "dropped" not in tl.columns or not tl["dropped"].fillna(False).any():
-            continue
-        kq = queue_at_drops(tl)
+        kq = queue_at_drops(tl)       # None without drops
         if kq is not None:
             vals.append(kq)
             used.append(d.parent.name)
@@ -579,12 +577,15 @@ def _hist_var_us2(h: pd.DataFrame) -> float:
     return float((w * (x - m) ** 2).sum() / w.sum())
 
 
-def summary_measures(root, msgs_per_call: float = 6.0) -> list[tuple[str, dict, "RunMeasure"]]:
+def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = None,
+                     ) -> list[tuple[str, dict, "RunMeasure"]]:
     """One :class:`RunMeasure` per stored point of a summary dataset (:func:`is_summary_dataset`),
     from its ``runs.csv`` row and ``components.csv`` rows (and ``histograms.parquet`` for the
     variances, when present).  The message rate is the offered call rate × ``msgs_per_call``
     (the points store no per-message arrivals); everything else is the stored steady-state
-    statistics.  Columns a point lacks are left unknown, never guessed."""
+    statistics.  Columns a point lacks are left unknown, never guessed.  ``fit_over`` sets
+    fields of every point's :class:`~sipperf.fit.RunInput` (``threads``, ``k_pkts``, ...;
+    None values are ignored): what the caller knows better than the stored rows."""
     from sipperf.ingest.lab_dataset import load_components, load_histograms, load_points
 
     root = Path(root)
@@ -673,6 +674,9 @@ def summary_measures(root, msgs_per_call: float = 6.0) -> list[tuple[str, dict, 
             ca2=float("nan"), ca2_sd=float("nan"), ca2_msgs=float("nan"), pdr=pdr, pdr_ci95=pdr_hw,
             dropped=int(row.get("steady_dropped", 0) or 0), retransmissions=int(row.get("uac_retransmissions", 0) or 0),
             k_pkts_data=kq, fit_input=fi, series={}, components=comps, warnings=warnings)
+        for k, v in (fit_over or {}).items():
+            if v is not None:
+                setattr(fi, k, v)
         meta = {"source": "lab-summary", "threads": threads, "offered_cps": rate,
                 "series": row.get("series"), "workers": threads}
         out.append((rid, meta, meas))
