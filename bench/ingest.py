@@ -15,7 +15,7 @@ about 5.5 GB) and is reused when it exists; it is never committed.
 
 Printed, with /proc/loadavg before and after each measurement (medians of ``--runs``):
 
-* bulk          — sipperf.ingest.pcapfast.read_packets on the whole file, in a fresh process
+* bulk          — sipperf.ingest.capture.fast.read_packets on the whole file, in a fresh process
                   per run (the time of the read itself; the process's own peak RSS, VmHWM);
 * bulk-stream   — iter_packets, chunks consumed and dropped (bounded memory);
 * analyze       — sipperf.commands.analyze.analyze(figures=False) end to end, fresh process;
@@ -104,7 +104,7 @@ def replicate(source: Path, out: Path, packets: int) -> Path:
     """Write ``out``: the source capture's packets repeated until ``packets`` packets, each copy
     shifted by the source's duration, Call-IDs made unique per copy and call (see the module
     docstring).  pcapng, one Ethernet interface, ns timestamps."""
-    from sipperf.ingest.pcapfast import iter_records
+    from sipperf.ingest.capture.fast import iter_records
 
     tmp_src = out.with_suffix(".src.pcapng")
     tmp_src.write_bytes(_plain(source))
@@ -180,7 +180,7 @@ def replicate(source: Path, out: Path, packets: int) -> Path:
 CHILD_BULK = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from sipperf.ingest import pcapfast
+from sipperf.ingest.capture import fast as pcapfast
 pcapfast.read_packets(sys.argv[2])  # load the compiled code (numba cache) on a tiny file
 t1 = time.perf_counter()
 c0 = time.process_time()

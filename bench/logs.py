@@ -1,6 +1,6 @@
 """Benchmark: a 6 M-message thesis-format log -> timeline + components (issue 3 item 5).
 
-Generates a SYNTHETIC log (sipperf.ingest.thesis_log.synthetic_timeline, 1 M calls = 6 M
+Generates a SYNTHETIC log (sipperf.ingest.thesis_logs.read.synthetic_timeline, 1 M calls = 6 M
 messages = 12 M lines, seed 1) in /tmp (not committed), then times, in a fresh subprocess per
 run, ``read_thesis_log`` + ``components.summary`` (which derives the nine components of every
 message; ``components.derive`` would add them as 9 Int64 columns, +0.5 GB).  Prints the median
@@ -25,7 +25,7 @@ import time
 
 CHILD = r"""
 import json, resource, sys, time
-from sipperf.ingest.thesis_log import read_thesis_log
+from sipperf.ingest.thesis_logs.read import read_thesis_log
 from sipperf import components
 t = time.perf_counter()
 tl, rep = read_thesis_log(sys.argv[1], progress=False)
@@ -49,7 +49,7 @@ def main() -> None:
     a = ap.parse_args()
     path = a.path or f"/tmp/sipperf_bench_thesis_{a.calls}.log"
     if not os.path.exists(path):
-        from sipperf.ingest.thesis_log import synthetic_timeline, write_thesis_log
+        from sipperf.ingest.thesis_logs.read import synthetic_timeline, write_thesis_log
         t = time.perf_counter()
         tl = synthetic_timeline(a.calls, seed=1)
         write_thesis_log(tl, path, label=f"SYNTHETIC: bench/logs.py synthetic_timeline({a.calls}, seed=1)")

@@ -39,7 +39,7 @@ def main() -> None:
     a = ap.parse_args()
     w0, c0 = time.perf_counter(), time.process_time()
     from sipperf import components
-    from sipperf.ingest.thesis_log import read_thesis_log
+    from sipperf.ingest.thesis_logs.read import read_thesis_log
     from sipperf.timeline import validate_timeline
     print(f"  {'imports':<28s} {time.perf_counter() - w0:7.2f} s wall {time.process_time() - c0:7.2f} s CPU")
     # CPU time, not wall: the machine is shared, so wall time per function is noisy

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipperf.ingest.lab_run import read_run
+from sipperf.ingest.lab_runs.run import read_run
 from sipperf.lab.procs import exit_on_sigterm
 from sipperf.lab.run import LabConfig, run_lab
 from sipperf.lab.tracer import can_trace

@@ -10,10 +10,10 @@ Every measurement runs in a fresh process; each figure is the median of ``--runs
 /proc/loadavg (1-minute load) read before each run.  Printed, and written to ``--csv`` (with a
 provenance file beside it) unless ``--csv ''``:
 
-* **bulk** -- :func:`sipperf.ingest.pcapfast.read_packets` on the largest capture, one core:
+* **bulk** -- :func:`sipperf.ingest.capture.fast.read_packets` on the largest capture, one core:
   the read itself into one in-memory table, after the compiled code is loaded (bench/ingest.py's
-  child); **scan** -- the compiled pass alone (the time spent in :func:`sipperf.ingest.pcapscan.scan`
-  while :func:`~sipperf.ingest.pcapfast.iter_packets` streams the same capture) and
+  child); **scan** -- the compiled pass alone (the time spent in :func:`sipperf.ingest.capture.scan.scan`
+  while :func:`~sipperf.ingest.capture.fast.iter_packets` streams the same capture) and
   **bulk-stream** -- that streamed read whole (compiled pass plus DataFrame chunks, bounded memory);
 * **analyze** -- the ``sipperf analyze CAPTURE --out DIR`` command end to end (interpreter
   start, imports, reading, pairing, statistics, tables and figures), per size: wall, CPU of the

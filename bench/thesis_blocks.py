@@ -21,8 +21,8 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    from sipperf.ingest import thesis_log as T
-    from sipperf.ingest.thesis_scan import scan_block
+    from sipperf.ingest.thesis_logs import read as T
+    from sipperf.ingest.thesis_logs.scan import scan_block
 
     size = os.path.getsize(a.path)
     blocks = []

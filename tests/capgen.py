@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 from typing import Iterable
 
-from sipperf.ingest.pcapfast import iter_records
+from sipperf.ingest.capture.fast import iter_records
 
 
 def ipv4_udp(payload: bytes, src=b"\x7f\x00\x00\x01", dst=b"\x7f\x00\x00\x02", sport=5060,

@@ -13,7 +13,7 @@ import pytest
 
 from sipperf.cli import main
 from sipperf.ingest import load
-from sipperf.ingest.thesis_log import synthetic_timeline, write_thesis_log
+from sipperf.ingest.thesis_logs.read import synthetic_timeline, write_thesis_log
 
 
 def test_analyze_thesis_log_and_pcap(root, tmp_path):

@@ -58,7 +58,7 @@ def test_summary_drops_underivable_components():
 
 def test_summary_matches_plain_numpy():
     # reference: boolean-mask selection + np.mean / np.median / np.percentile per type
-    from sipperf.ingest.thesis_log import synthetic_timeline
+    from sipperf.ingest.thesis_logs.read import synthetic_timeline
     tl = synthetic_timeline(400, seed=4)
     rng = np.random.default_rng(4)
     for c in ("t_stack", "t_dep"):

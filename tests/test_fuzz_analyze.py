@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from sipperf.commands.analyze import analyze
-from sipperf.ingest.thesis_log import synthetic_timeline
+from sipperf.ingest.thesis_logs.read import synthetic_timeline
 from sipperf.ingest.tidy import write_tidy
 from sipperf.timeline import IngestError
 

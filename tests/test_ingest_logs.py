@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from sipperf.ingest import load, sniff
-from sipperf.ingest.thesis_log import read_thesis_log, synthetic_timeline, write_thesis_log
+from sipperf.ingest.thesis_logs.read import read_thesis_log, synthetic_timeline, write_thesis_log
 from sipperf.ingest.tidy import read_tidy, write_tidy
 from sipperf.timeline import INSTANTS, IngestError
 
@@ -224,8 +224,8 @@ def test_load_nothing_usable(tmp_path):
 
 
 def test_vectorised_number_parsing_matches_python_int():
-    from sipperf.ingest.thesis_log import PAD
-    from sipperf.ingest.thesis_scan import _parse_int, _parse_lf_ns  # the compiled tokenizer's readers
+    from sipperf.ingest.thesis_logs.read import PAD
+    from sipperf.ingest.thesis_logs.scan import _parse_int, _parse_lf_ns  # the compiled tokenizer's readers
 
     rng = np.random.default_rng(0)
     toks = [str(int(v)) for v in rng.integers(-10**15, 10**15, 300)] + ["0", "7", "-1", "1234567890123456",

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sipperf.ingest.lab_dataset import load_index, load_run
-from sipperf.ingest.lab_tracelog import FIELDS, read_tracelog
-from sipperf.ingest.lab_xlog import read_xlog
+from sipperf.ingest.lab_runs.dataset import load_index, load_run
+from sipperf.ingest.lab_runs.tracelog import FIELDS, read_tracelog
+from sipperf.ingest.lab_runs.xlog import read_xlog
 from sipperf.lab import kamailio, sipp, tracer
 from sipperf.timeline import INSTANTS, CALL_FLOW, validate_timeline
 
@@ -181,7 +181,7 @@ def test_raw_run_reingests_to_the_stored_timeline():
     raws = sorted((DS / "raw").glob("*/meta.json"))
     if not raws:
         pytest.skip("no raw runs stored")
-    from sipperf.ingest.lab_run import read_run
+    from sipperf.ingest.lab_runs.run import read_run
 
     raw = raws[0].parent
     tl, rep = read_run(raw, run_id=raw.name)
@@ -193,7 +193,7 @@ def test_raw_run_reingests_to_the_stored_timeline():
 
 # ---- the long recordings: format, stopping rule, knee, knobs, machine --------------------------
 
-from sipperf.ingest import lab_dataset as LD  # noqa: E402
+from sipperf.ingest.lab_runs import dataset as LD  # noqa: E402
 from sipperf.lab import knobs, longrun, machine, plan, store  # noqa: E402
 
 
@@ -283,7 +283,7 @@ def fake_lab(monkeypatch, tmp_path):
         return _synthetic_round(calls, seed, 300.0), type("R", (), {"to_dict": lambda s: {}})()
 
     monkeypatch.setattr(longrun, "run_lab", fake_run_lab)
-    monkeypatch.setattr("sipperf.ingest.lab_run.read_run", fake_read_run)
+    monkeypatch.setattr("sipperf.ingest.lab_runs.run.read_run", fake_read_run)
     monkeypatch.setattr(longrun, "wait_until_idle", lambda force, wait_s, log: {"busy": False})
     return calls_seen
 
@@ -523,7 +523,7 @@ def test_long_overload_table():
 def test_a_failed_join_keeps_the_round_counters(fake_lab, tmp_path, monkeypatch):
     """A round whose join raises is counted (calls, SIPp and socket counters) but adds no
     delays; the point goes on with new rounds and says how many joins failed."""
-    from sipperf.ingest import lab_run
+    from sipperf.ingest.lab_runs import run as lab_run
     from sipperf.lab.run import LabConfig
     from sipperf.timeline import TimelineError
 

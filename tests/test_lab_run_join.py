@@ -1,4 +1,4 @@
-"""The lab join (:mod:`sipperf.ingest.lab_run`) on a run with drop bursts and a late tracer.
+"""The lab join (:mod:`sipperf.ingest.lab_runs.run`) on a run with drop bursts and a late tracer.
 
 Regression for a 20 000-call run at 600 calls/s whose join raised ``TimelineError: t_dep <
 t_sip_in`` and was rejected whole: recvfrom records were paired to the wrong ``in`` lines.
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sipperf.ingest import lab_run
+from sipperf.ingest.lab_runs import run as lab_run
 from sipperf.timeline import INSTANTS, validate_timeline
 
 CUT = Path(__file__).parent / "fixtures" / "lab_drops_cut"

@@ -40,7 +40,7 @@ def lab_run(tmp_path_factory):
     cfg = LabConfig(rate_cps=20, calls=200, workers=1, arrivals="deterministic", tracer="map",
                     max_seconds=60, **PORTS)
     run_lab(cfg, out, log=lambda s: None)
-    from sipperf.ingest.lab_run import read_run
+    from sipperf.ingest.lab_runs.run import read_run
 
     tl, rep = read_run(out)
     return out, tl, rep
@@ -90,7 +90,7 @@ def test_lab_without_tracer_still_records(tmp_path):
     missing = _missing_tools()
     if missing:
         pytest.skip(f"lab tools not installed: {', '.join(missing)}")
-    from sipperf.ingest.lab_run import read_run
+    from sipperf.ingest.lab_runs.run import read_run
     from sipperf.lab.netutil import port_in_use
     from sipperf.lab.run import LabConfig, run_lab
 

@@ -20,8 +20,11 @@ import pandas as pd
 import pytest
 
 from capgen import eth, idb, ipv4_udp, records, shb, spb, write_pcap, write_records, epb
-from sipperf.ingest import pcap_pyshark, pcapfast, pcapscan, sipmsg
-from sipperf.ingest.pcap import read_pcap
+from sipperf.ingest.capture import pyshark_engine as pcap_pyshark
+from sipperf.ingest.capture import fast as pcapfast
+from sipperf.ingest.capture import scan as pcapscan
+from sipperf.ingest.capture import sipmsg
+from sipperf.ingest.capture.pcap import read_pcap
 from sipperf.timeline import IngestError
 
 FIX = Path(__file__).parent / "fixtures"
@@ -397,7 +400,7 @@ def test_pyshark_inside_running_event_loop():
 
 PYSHARK_AFTER_MAIN_THREAD = r"""
 import sys, threading, pyshark
-from sipperf.ingest import pcap_pyshark
+from sipperf.ingest.capture import pyshark_engine as pcap_pyshark
 cap = pyshark.FileCapture(sys.argv[1], keep_packets=False)  # pyshark on the main thread first
 n = sum(1 for _ in cap)
 cap.close()

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sipperf.ingest import pcap_pyshark, pcapfast
+from sipperf.ingest.capture import pyshark_engine as pcap_pyshark
+from sipperf.ingest.capture import fast as pcapfast
 
 FIX = Path(__file__).parent / "fixtures"
 CAPTURES = sorted(FIX.glob("*.pcapng"))

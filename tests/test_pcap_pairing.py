@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sipperf.ingest.pcap import read_packets, read_pcap
-from sipperf.ingest.pairing import find_proxy, pair_at_proxy
+from sipperf.ingest.capture.pcap import read_packets, read_pcap
+from sipperf.ingest.pairing.proxy import find_proxy, pair_at_proxy
 from sipperf.timeline import validate_timeline
 
 FIX = Path(__file__).parent / "fixtures"

@@ -1,7 +1,7 @@
 """SIP message rules (RFC 3261 §7.3.1 unfolding, §7.3.3 compact forms, §20 names, §8.1.1
 mandatory headers): hand-written expectations read off the RFC for the Python reference
-(:mod:`sipperf.ingest.sipmsg`), then a differential test: the compiled reader
-(:mod:`sipperf.ingest.pcapscan`) gives the same row, or the same skip reason, on every real
+(:mod:`sipperf.ingest.capture.sipmsg`), then a differential test: the compiled reader
+(:mod:`sipperf.ingest.capture.scan`) gives the same row, or the same skip reason, on every real
 fixture message and on thousands of seeded mutations of them (folding, compact names, case,
 whitespace, quotes, commas, non-ASCII and invalid UTF-8, bit flips, truncation)."""
 from __future__ import annotations
@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from capgen import eth, ipv4_udp, records, write_pcap
-from sipperf.ingest import pcapfast, sipmsg
-from sipperf.ingest.sipmsg import looks_like_sip, parse_message
+from sipperf.ingest.capture import fast as pcapfast
+from sipperf.ingest.capture import sipmsg
+from sipperf.ingest.capture.sipmsg import looks_like_sip, parse_message
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -219,7 +219,7 @@ def _summary_dataset(out: Path, runs: list[str]) -> None:
     """SYNTHETIC: a stored-summary dataset in the format of the lab's long recording
     (datasets/lab/README.md: runs.csv + components.csv), computed here with plain pandas from
     short lab runs (all relayed messages, no warm-up cut, iid CIs)."""
-    from sipperf.ingest.lab_dataset import load_run
+    from sipperf.ingest.lab_runs.dataset import load_run
 
     out.mkdir(parents=True, exist_ok=True)
     comps = {"k_sockq": ("t_sockq", "t_stack"), "k_copy": ("t_sip_in", "t_sockq"),
@@ -266,7 +266,7 @@ def test_summary_socket_capacity_and_fit_runs(tmp_path):
     (plus the workers in service) becomes each point's K, and ``fit_runs`` reads the dataset."""
     import shutil
 
-    from sipperf.ingest.lab_dataset import load_run
+    from sipperf.ingest.lab_runs.dataset import load_run
     from sipperf.report import fit_runs
     from sipperf.report.runs import queue_at_drops, summary_measures, summary_sockq_pkts
 

@@ -15,9 +15,9 @@ import pytest
 
 from sipperf import thesis
 from sipperf.models.overhead import beta as beta_eq56
-from sipperf.sim import fit_waits as FW
-from sipperf.sim.calibrate import KS_BASE_OVERALL_US, w_definition_check
-from sipperf.sim.fit_lab import loo_scale
+from sipperf.sim.calibration import fit_waits as FW
+from sipperf.sim.calibration.calibrate import KS_BASE_OVERALL_US, w_definition_check
+from sipperf.sim.calibration.fit_lab import loo_scale
 from sipperf.sim.params import REACT_FIT, ServiceParams, WorkloadParams, beta_thread_overhead_us
 from sipperf.sim.workload import draw
 

@@ -15,7 +15,7 @@ import pytest
 from sipperf.sim import scheduler as S
 from sipperf.sim.params import SchedParams
 from sipperf.sim.run import _arrays, _instants, run_workload, to_timeline
-from sipperf.sim.validate import queue_only
+from sipperf.sim.calibration.validate import queue_only
 from sipperf.sim.workload import Workload
 
 ENGINES = pytest.mark.parametrize("engine", ["twin", "simpy"])

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from sipperf.sim import fit_lab as F
+from sipperf.sim.calibration import fit_lab as F
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "datasets" / "lab"

@@ -10,7 +10,7 @@ import pytest
 from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import SchedParams
 from sipperf.sim.run import _arrays, run_workload
-from sipperf.sim.validate import queue_only
+from sipperf.sim.calibration.validate import queue_only
 from sipperf.sim.workload import Workload
 
 THETA = 2.0

@@ -18,7 +18,7 @@ import pytest
 import simpy
 
 from sipperf.sim.overload import OverloadParams, Overload, run_overload, summarise, timeseries
-from sipperf.sim.overload_lab import read_overload_runs, summarise_run
+from sipperf.sim.calibration.overload_lab import read_overload_runs, summarise_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "overload_runs"
 
@@ -166,7 +166,7 @@ def test_long_overload_table_maps_to_run_columns(tmp_path):
     """The long recording's overload.csv (columns of sipperf.lab.store) reads into the same
     columns as a run directory; completed calls are SIPp's successful ones minus the 503s."""
     from sipperf.lab.store import OVERLOAD_COLUMNS
-    from sipperf.sim.overload_lab import read_long_overload, read_overload
+    from sipperf.sim.calibration.overload_lab import read_long_overload, read_overload
 
     row = dict.fromkeys(OVERLOAD_COLUMNS, 0)
     row.update(run_id="overload-ratelimit-x1.5", guard="ratelimit", guard_cps=960, rate_cps=1800,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sipperf.sim.calibrate import KNEES, crossing, measured_knee
+from sipperf.sim.calibration.calibrate import KNEES, crossing, measured_knee
 from sipperf.sim.sweep import grid, run_point, run_sweep, write_with_provenance
 
 

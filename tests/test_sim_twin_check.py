@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sipperf.sim.twin_check import GRID, METRICS, holm, run_case, twin_test
+from sipperf.sim.calibration.twin_check import GRID, METRICS, holm, run_case, twin_test
 from sipperf.figures.sim_figs import load_precomputed
 
 

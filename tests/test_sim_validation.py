@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sipperf.sim.run import batch_means, simulate
-from sipperf.sim.validate import queue_only
+from sipperf.sim.calibration.validate import queue_only
 
 
 def _close(sim: float, hw: float, theory: float) -> None:

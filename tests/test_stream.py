@@ -1,4 +1,4 @@
-"""The streaming engine (:mod:`sipperf.ingest.stream`) gives the in-memory path's numbers.
+"""The streaming engine (:mod:`sipperf.analysis.stream`) gives the in-memory path's numbers.
 
 Every test capture is analysed both ways and every table ``sipperf analyze`` writes is compared
 exactly (no tolerance: the means are computed in the same order or order-independently, the
@@ -17,10 +17,12 @@ import pandas as pd
 import pytest
 
 from sipperf.commands.analyze import analyze
-from sipperf.ingest import capture_sets, compact, stream
-from sipperf.ingest.capture import capture_stem
-from sipperf.ingest.pcapfast import read_packets
-from sipperf.ingest.vantage import classify
+from sipperf.ingest import capture_sets
+from sipperf.ingest.capture import compact
+from sipperf.analysis import stream
+from sipperf.ingest.capture.read import capture_stem
+from sipperf.ingest.capture.fast import read_packets
+from sipperf.ingest.pairing.vantage import classify
 from sipperf.timeline import IngestError
 
 FIX = Path(__file__).parent / "fixtures"

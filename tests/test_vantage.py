@@ -13,9 +13,9 @@ import pytest
 
 from sipperf import calls
 from sipperf.ingest import load
-from sipperf.ingest.capture import read_capture
-from sipperf.ingest.hop import classify
-from sipperf.ingest.vantage import parse_socket
+from sipperf.ingest.capture.read import read_capture
+from sipperf.ingest.pairing.hop import classify
+from sipperf.ingest.pairing.vantage import parse_socket
 from sipperf.timeline import IngestError, make_timeline
 
 FIX = Path(__file__).parent / "fixtures"

@@ -20,8 +20,8 @@ The short series of the first recording (``index.csv``, ``runs/``; 150-1500 call
 Short series (see README.md): ``rate`` (1 worker, Poisson arrivals, light load into overload),
 ``workers`` (1, 2, 4, 8 workers at two rates), ``sched`` (default vs SCHED_FIFO vs pinned at
 two rates), ``sched_load`` (the same while two busy loops compete for the CPUs).  Each run goes through ``sipperf.lab.run.run_lab`` into a scratch directory, is
-joined by ``sipperf.ingest.lab_run.read_run`` and stored compactly by
-``sipperf.ingest.lab_dataset.save_run``; ``index.csv`` gets one summary row per run.  The raw
+joined by ``sipperf.ingest.lab_runs.run.read_run`` and stored compactly by
+``sipperf.ingest.lab_runs.dataset.save_run``; ``index.csv`` gets one summary row per run.  The raw
 files (pcapng, proxy log, tracer log; gzipped) are kept for the runs named in ``KEEP_RAW``.
 """
 from __future__ import annotations
@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sipperf.ingest.lab_dataset import load_meta, load_run, save_run
-from sipperf.ingest.lab_run import completeness, read_run
+from sipperf.ingest.lab_runs.dataset import load_meta, load_run, save_run
+from sipperf.ingest.lab_runs.run import completeness, read_run
 from sipperf.lab import background, sipp
 from sipperf.lab.procs import exit_on_sigterm
 from sipperf.lab.run import LabConfig, run_lab

@@ -56,13 +56,13 @@ SCR               §4.9       completed sessions / attempts, in %: completed = e
                              pending BYE) are left out of numerator and denominator.
 PDR               seed 000   packet drop rate: dropped / messages the proxy should have forwarded
                   ch. 6      = relayed + dropped when the timeline has the drop rule's
-                             ``disposition`` (:mod:`sipperf.ingest.hop`: hop-by-hop, absorbed and
+                             ``disposition`` (:mod:`sipperf.ingest.pairing.hop`: hop-by-hop, absorbed and
                              answered messages are not drops), else all rows; or, if given, the
                              number offered (e.g. 6 M sent by SIPp).  Not defined (NaN) for a
                              capture with no proxy (``vantage`` endpoint).
 ================  =========  ===========================================================================
 
-Where the timeline comes from (extra column ``vantage``, :mod:`sipperf.ingest.vantage`): at an
+Where the timeline comes from (extra column ``vantage``, :mod:`sipperf.ingest.pairing.vantage`): at an
 **endpoint** (no proxy) each row has one instant, the capture instant, which is both the request
 and the response instant: the metrics are then exactly RFC 6076's, at the capture point.  With
 **several hops** (column ``hop``) the metrics use the first hop's rows (:func:`caller_side`).
@@ -125,7 +125,7 @@ def caller_side(tl: pd.DataFrame) -> pd.DataFrame:
 
 def _not_delivered(tl: pd.DataFrame) -> np.ndarray:
     """Messages that never left the measurement point towards their receiver: dropped, or ended
-    there by design (``disposition`` absorbed / terminated, :mod:`sipperf.ingest.hop`)."""
+    there by design (``disposition`` absorbed / terminated, :mod:`sipperf.ingest.pairing.hop`)."""
     d = tl["dropped"].fillna(False).to_numpy(bool)
     if "disposition" in tl.columns:
         disp = tl["disposition"].astype("string").fillna("")
@@ -283,7 +283,7 @@ def has_proxy(timeline: pd.DataFrame) -> bool:
 def pdr(timeline: pd.DataFrame, offered: int | None = None) -> float:
     """Packet drop rate (seed 000 ch. 6): dropped / messages the proxy should have forwarded.
 
-    With the drop rule's ``disposition`` column (:mod:`sipperf.ingest.hop`) the denominator is
+    With the drop rule's ``disposition`` column (:mod:`sipperf.ingest.pairing.hop`) the denominator is
     relayed + dropped messages: hop-by-hop messages that end at the proxy by design, requests
     it answered itself, its own messages and messages still in flight when the capture ended
     are in neither count.  Without it (e.g. a tidy file), dropped / all rows.  ``offered``

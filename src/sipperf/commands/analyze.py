@@ -13,7 +13,7 @@ Writes into ``DIR``:
   each capture's vantage point is and what follows from it, and the drop rule's counts;
 * ``components.png`` / ``timeline.png``.
 
-Large captures are streamed (bounded memory, the same numbers: :mod:`sipperf.ingest.stream`);
+Large captures are streamed (bounded memory, the same numbers: :mod:`sipperf.analysis.stream`);
 the files of a ring buffer (``dumpcap -b``: PREFIX_NNNNN_YYYYmmddHHMMSS.pcapng) are one
 capture, read in parallel on Dask (``--workers``, ``--scheduler``) and paired across files.
 
@@ -35,7 +35,7 @@ import pandas as pd
 
 def prepare_out_dir(out_dir) -> Path:
     """Create the output directory and prove it is writable, before any work is done."""
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestError
 
     out = Path(out_dir)
@@ -52,7 +52,7 @@ def prepare_out_dir(out_dir) -> Path:
 
 
 def _write(path: Path, writer) -> Path:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestError
 
     try:
@@ -70,7 +70,7 @@ def analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int | 
     for unusable input, ``--out`` or ``--proxy``.
 
     ``stream``: None (default) streams one capture -- a file, or the files of one ring buffer --
-    of at least :data:`sipperf.ingest.stream.STREAM_MIN_BYTES`, or a ring buffer given
+    of at least :data:`sipperf.analysis.stream.STREAM_MIN_BYTES`, or a ring buffer given
     ``workers``/``scheduler``; True streams any single capture; False never.  Several captures,
     other formats and B2BUA captures are read in memory.  A streamed analysis holds no
     timeline: ``"timeline"`` is None; ``"engine"`` says which path ran.  ``workers`` (local Dask workers) and
@@ -89,7 +89,7 @@ def _analyze(paths, out_dir, *, proxy=None, strict: bool = False, offered: int |
     """:func:`analyze` without the figures: ``res["draw_figures"]()`` draws them (and returns
     their paths), so the command can print its answer first."""
     from sipperf import calls, components, stats
-    from sipperf.ingest.vantage import parse_proxies
+    from sipperf.ingest.pairing.vantage import parse_proxies
     from sipperf.timeline import IngestError
 
     if proxy is not None:
@@ -152,14 +152,14 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
     (see :func:`analyze`), else None."""
     if stream is False:
         return None
-    from sipperf.ingest import _expand, capture_sets, display_path, set_label
-    from sipperf.ingest import stream as S
-    from sipperf.ingest.capture import capture_stem
+    from sipperf.ingest import expand, capture_sets, display_path, set_label
+    from sipperf.analysis import stream as S
+    from sipperf.ingest.capture.read import capture_stem
     from sipperf.timeline import IngestError
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    items = capture_sets(_expand(list(paths)))
+    items = capture_sets(expand(list(paths)))
     if len(items) != 1 or items[0][1] not in ("pcap", "pcap-set"):
         return None  # the streaming engine takes one capture: anything else is read in memory
     item, kind = items[0]
@@ -183,7 +183,7 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
 
 
 def _finish_streamed(o, out: Path, offered) -> dict:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestReport
 
     rep = o.report
@@ -359,7 +359,7 @@ def _transaction_figure(tx: pd.DataFrame, out: Path, plt) -> list[Path]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestError
 
     stream = True if args.stream else (False if args.in_memory else None)
@@ -386,7 +386,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(res: dict) -> None:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
 
     print(_safe(str(res["report"])))
     for f in res["summary"]["files"]:

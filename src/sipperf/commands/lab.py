@@ -2,7 +2,7 @@
 
 ``sipperf lab run --rate R --calls N --workers C [--arrivals poisson|deterministic]
 [--sched default|fifo|pinned] [--tracer map|print|hist|none] --out DIR`` writes a run directory
-that ``sipperf.ingest.lab_run.read_run`` (and ``sipperf analyze DIR``) turns into a timeline.
+that ``sipperf.ingest.lab_runs.run.read_run`` (and ``sipperf analyze DIR``) turns into a timeline.
 ``sipperf lab join DIR`` writes that timeline next to the run (``timeline.parquet``).
 ``sipperf lab knobs`` tests every scheduler knob this machine exposes (read, write, read back,
 restore); ``sipperf lab machine`` describes the machine and how busy it is; ``sipperf lab
@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _join_dir(run_dir: Path) -> int:
-    from sipperf.ingest.lab_run import read_run
+    from sipperf.ingest.lab_runs.run import read_run
 
     tl, report = read_run(run_dir)
     tl.to_parquet(Path(run_dir) / "timeline.parquet", index=False)

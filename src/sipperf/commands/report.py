@@ -51,7 +51,7 @@ def check_options(a: argparse.Namespace) -> None:
     if not 0 <= a.bootstrap <= 10000:
         raise ValueError(f"--bootstrap must be between 0 and 10000, not {a.bootstrap}")
     if a.proxy is not None:
-        from sipperf.ingest.vantage import parse_proxies
+        from sipperf.ingest.pairing.vantage import parse_proxies
         from sipperf.timeline import IngestError
 
         try:
@@ -66,7 +66,7 @@ def _safe(s: str) -> str:
 
 
 def _run(a: argparse.Namespace) -> int:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.report import build_report
     from sipperf.timeline import IngestError
 

@@ -58,15 +58,15 @@ def calibration_view(cal: pd.DataFrame) -> pd.DataFrame:
 
 def twin_test(twin: pd.DataFrame) -> pd.DataFrame:
     """The statistical check of the fast twin against the SimPy model (Welch per case and metric,
-    Holm over all tests): :func:`sipperf.sim.twin_check.twin_test` on the stored replications."""
-    from sipperf.sim.twin_check import twin_test as _tt
+    Holm over all tests): :func:`sipperf.sim.calibration.twin_check.twin_test` on the stored replications."""
+    from sipperf.sim.calibration.twin_check import twin_test as _tt
 
     return _tt(twin)
 
 
 def twin_speeds(twin: pd.DataFrame) -> pd.Series:
     """Median messages per CPU second of each engine's event loop over the twin-check grid."""
-    from sipperf.sim.twin_check import speeds
+    from sipperf.sim.calibration.twin_check import speeds
 
     return speeds(twin)
 

@@ -42,7 +42,7 @@ def _header(path: Path, head: bytes) -> list[str]:
 
 
 def _read_frame(path: Path) -> pd.DataFrame:
-    from . import read_head
+    from sipperf.ingest.paths import read_head
     head = read_head(path, 1 << 16)
     try:
         if head[:4] == PARQUET_MAGIC:
@@ -180,7 +180,7 @@ def read_tidy(path: str | os.PathLike, *, run_id: str | None = None, strict: boo
     if run_id is not None:
         df["run_id"] = run_id
     elif "run_id" not in df.columns or df["run_id"].isna().all():
-        from sipperf.ingest import display_path
+        from sipperf.ingest.paths import display_path
         df["run_id"] = display_path(path.stem)
     if "dropped" in df.columns and df["dropped"].dtype.kind not in "b":
         d = df["dropped"].astype("string").str.strip().str.lower()

@@ -17,5 +17,5 @@
   clocks, load, UDP counters;
 * :mod:`.run` -- :func:`~sipperf.lab.run.run_lab`: one bounded run, every process stopped by pid.
 
-``sipperf lab run`` is the command; :func:`sipperf.ingest.lab_run.read_run` the join.
+``sipperf lab run`` is the command; :func:`sipperf.ingest.lab_runs.run.read_run` the join.
 """

@@ -2,7 +2,7 @@
 
 A *point* (one configuration: workers, rate, tuning, ...) is recorded in *rounds*; each round is
 one :func:`sipperf.lab.run.run_lab` (fresh proxy, new seed), joined by
-:func:`sipperf.ingest.lab_run.read_run` and reduced at once to compact statistics, so no round's
+:func:`sipperf.ingest.lab_runs.run.read_run` and reduced at once to compact statistics, so no round's
 raw files are kept.  Per round:
 
 1. the relayed messages in arrival order (``t_wire_in``, the pcap instant);
@@ -22,7 +22,7 @@ recorded (``stop_reason``: ``ci``, ``cap_calls``, ``cap_time``, ``no_sojourn``).
 
 What is kept: one summary row, per-(message type, component) statistics (n, mean and its
 batch-means CI, p50/p90/p99, max) and histograms on fixed log-spaced bins
-(:func:`sipperf.ingest.lab_dataset.hist_edges_ns`) -- the format of ``datasets/lab/long/``.
+(:func:`sipperf.ingest.lab_runs.dataset.hist_edges_ns`) -- the format of ``datasets/lab/long/``.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from sipperf import stats
-from sipperf.ingest.lab_dataset import (HIST_COMPONENTS, hist_counts, save_run)
+from sipperf.ingest.lab_runs.dataset import (HIST_COMPONENTS, hist_counts, save_run)
 from sipperf.lab import machine, sipp
 from sipperf.lab.run import LabConfig, run_lab
 from sipperf.timeline import MSG_TYPES
@@ -272,7 +272,7 @@ def record_point(spec: PointSpec, out_root: Path, scratch: Path, *, force: bool 
         tl_rows = None
         ingest_error = None
         if cfg.capture:
-            from sipperf.ingest.lab_run import read_run
+            from sipperf.ingest.lab_runs.run import read_run
             try:
                 tl, rep = read_run(rd, run_id=spec.run_id)
             except Exception as e:  # a join that fails must not lose the recording: keep counters

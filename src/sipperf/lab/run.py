@@ -9,7 +9,7 @@
     tracer.bt           the rendered bpftrace program;  trace.log  its records
     uac_stats.csv ...   SIPp's statistics, screens and error logs (poisson_offsets.csv)
 
-:func:`sipperf.ingest.lab_run.read_run` joins it into one timeline.
+:func:`sipperf.ingest.lab_runs.run.read_run` joins it into one timeline.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Every file is rewritten whole through a temporary file and ``os.replace`` after each point, so an
 interrupted recording leaves the previous consistent state.  A point is *done* when its row is in
 ``runs.csv``; the recorder skips done points (``--redo RUN_ID`` records one again).  The format
-is read by :mod:`sipperf.ingest.lab_dataset` (``load_points``, ``load_components``,
+is read by :mod:`sipperf.ingest.lab_runs.dataset` (``load_points``, ``load_components``,
 ``load_histograms``).
 """
 from __future__ import annotations

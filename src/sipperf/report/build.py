@@ -96,7 +96,7 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
     """Everything ``sipperf report`` does (see the module docstring); returns the :class:`Report`."""
     from sipperf import fit as fitmod
     from sipperf.commands.analyze import analyze
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestError
 
     if isinstance(paths, (str, Path)):
@@ -303,7 +303,7 @@ def fit_json(rep: Report) -> dict[str, Any]:
 
 
 def _write_outputs(rep: Report, out: Path) -> list[Path]:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestError
 
     files = []

@@ -99,7 +99,7 @@ def _walk(p: Path) -> list[tuple[Path, str]]:
 def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]]:
     """Split the inputs into runs.  Returns (groups, ignored) where ``ignored`` lists files of
     unknown format found in directories (with their reason; they are not runs)."""
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
 
     paths = [Path(p) for p in paths]
     rule = group_by or "auto"
@@ -550,7 +550,7 @@ def summary_sockq_pkts(root) -> tuple[float | None, list[str]]:
     runs it came from.  ``(None, [])`` when no kept window holds a drop.  A window holds only the
     messages of the calls it kept, so the count is a lower bound where other calls' messages
     shared the queue; the points share one socket set-up (``meta.json`` ``proxy.socket``)."""
-    from sipperf.ingest.lab_dataset import load_run
+    from sipperf.ingest.lab_runs.dataset import load_run
     from sipperf.timeline import IngestError
 
     vals, used = [], []
@@ -586,7 +586,7 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
     statistics.  Columns a point lacks are left unknown, never guessed.  ``fit_over`` sets
     fields of every point's :class:`~sipperf.fit.RunInput` (``threads``, ``k_pkts``, ...;
     None values are ignored): what the caller knows better than the stored rows."""
-    from sipperf.ingest.lab_dataset import load_components, load_histograms, load_points
+    from sipperf.ingest.lab_runs.dataset import load_components, load_histograms, load_points
 
     root = Path(root)
     pts = load_points(root)

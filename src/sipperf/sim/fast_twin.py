@@ -4,7 +4,7 @@
 and calibration fits need millions of messages, so this module runs the *same* model as a plain
 discrete-event loop: a heap of ``(time, seq, handler, value, gen)`` tuples, no processes, no
 resources.  It is checked against the SimPy model statistically on a grid of cases
-(:mod:`sipperf.sim.twin_check`, ``datasets/precomputed/sim_twin_check.csv``) and event by event
+(:mod:`sipperf.sim.calibration.twin_check`, ``datasets/precomputed/sim_twin_check.csv``) and event by event
 on hand-worked schedules (``tests/test_sim_engine.py``, run on both engines).
 
 The rules, as in the SimPy model: NIC -> K_stack (pure delay) -> finite socket receive queue

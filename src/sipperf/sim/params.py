@@ -109,7 +109,7 @@ class WorkloadParams:
 
 
 #: UA reaction times fitted to the mean waiting times of Table 4.4 (Poisson calls) and tested on
-#: Table 4.5 by ``python -m sipperf.sim.fit_waits`` (grid search, lowest RMS ln(sim/measured W);
+#: Table 4.5 by ``python -m sipperf.sim.calibration.fit_waits`` (grid search, lowest RMS ln(sim/measured W);
 #: the grid, the scores and the out-of-sample result are in
 #: datasets/precomputed/sim_calibration.reaction_fit.csv and its .provenance.md).  FITTED, not
 #: from the thesis.  Used by the calibration (``make_params(workload_over=REACT_FIT)``); the
@@ -168,7 +168,7 @@ class KernelParams:
     #: per-message T_sip overhead per *other* thread sharing the core (us): i-/d-cache pollution by
     #: the threads' working sets (§5.3.2, §6.4.1).  FITTED, not from the thesis: grid search
     #: (2.0 .. 5.2 us) on the five 1-core enhanced-mode knees of Table 6.2, lowest RMS
-    #: ln(sim/measured) knee (`python -m sipperf.sim.calibrate --fit-thread-overhead`,
+    #: ln(sim/measured) knee (`python -m sipperf.sim.calibration.calibrate --fit-thread-overhead`,
     #: datasets/precomputed/sim_calibration.theta_fit.csv); Table 6.1 and Tables 7.x are out of sample
     thread_overhead_us: float = 4.0
     #: shared-state contention: X is multiplied by (1 + contention * other busy cores) (lock
@@ -181,7 +181,7 @@ class KernelParams:
     #: the cores of one E5540 share its 8 MB cache, thesis §5.2, Fig. 7.1, §7.5.1).  With "socket",
     #: ``thread_overhead_us`` is charged per other thread on the same ``Core.socket`` (a count the
     #: engine updates on cross-processor migration).  The calibration of the multi-core tables
-    #: uses "socket" with its own contention (``sipperf.sim.calibrate.MULTICORE_KERNEL``)
+    #: uses "socket" with its own contention (``sipperf.sim.calibration.calibrate.MULTICORE_KERNEL``)
     overhead_scope: str = "core"
 
 

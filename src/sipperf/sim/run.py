@@ -2,7 +2,7 @@
 
 Two engines run the same model on the same pre-drawn inputs: ``"simpy"`` is the SimPy model the
 book teaches (:mod:`sipperf.sim.model`), ``"twin"`` its fast twin (:mod:`sipperf.sim.fast_twin`),
-validated against it by :mod:`sipperf.sim.twin_check`.  Both feed the functions below.
+validated against it by :mod:`sipperf.sim.calibration.twin_check`.  Both feed the functions below.
 
 The timeline is in the schema of :mod:`sipperf.timeline` (int64 ns since ``epoch_ns``), one row
 per message that reached the proxy; dropped messages have ``t_arr``/``t_stack`` only,

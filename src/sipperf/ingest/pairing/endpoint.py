@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..timeline import make_timeline
-from .vantage import prep
+from sipperf.timeline import make_timeline
+from sipperf.ingest.pairing.vantage import prep
 
 
 def retransmissions(p: pd.DataFrame) -> np.ndarray:

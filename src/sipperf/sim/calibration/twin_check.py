@@ -1,6 +1,6 @@
 """Is the fast twin the same model as the SimPy model?  A statistical check on a grid of cases.
 
-``python -m sipperf.sim.twin_check [--reps 8 --calls 1500]`` runs every case of :data:`GRID`
+``python -m sipperf.sim.calibration.twin_check [--reps 8 --calls 1500]`` runs every case of :data:`GRID`
 (call rate x worker threads x cores x socket buffer, ch. 5 machine, baseline scheduler) with both
 engines, ``reps`` seeded replications each, and writes one row per (case, engine, replication)
 to ``datasets/precomputed/sim_twin_check.csv`` with a provenance note.
@@ -140,7 +140,7 @@ def speeds(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sipperf.sim.twin_check", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sipperf.sim.calibration.twin_check", description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--calls", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=0)
@@ -163,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         "`w_us`, `w_p99_us` (µs) and `drop_rate` as in `sipperf.sim.run.stats_of` (2 % warm-up dropped).  "
         "SimPy rows also hold the common-random-numbers comparison with the twin on the same seed "
         "(`crn_same_fate`, `crn_max_dt_us`).  `cpu_s` = CPU seconds of the whole run, `loop_cpu_s` of "
-        "the event loop.  Test: `sipperf.sim.twin_check.twin_test` (Welch, Holm at 0.05): "
+        "the event loop.  Test: `sipperf.sim.calibration.twin_check.twin_test` (Welch, Holm at 0.05): "
         f"{int(res['rejected'].sum())} of {len(res)} tests rejected.  Load average "
         f"{load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, on {os.cpu_count()} CPUs; "
         f"{time.perf_counter() - t:.0f} s wall.",
-        f"python -m sipperf.sim.twin_check --reps {a.reps} --calls {a.calls} --seed {a.seed}",
+        f"python -m sipperf.sim.calibration.twin_check --reps {a.reps} --calls {a.calls} --seed {a.seed}",
         source="the two engines of the sipperf kernel-path model, the SimPy model (src/sipperf/sim/model.py) "
                "and its fast twin (src/sipperf/sim/fast_twin.py)")
     with pd.option_context("display.width", 200, "display.max_rows", 200):

@@ -1,6 +1,6 @@
 """Field arithmetic, FIFO pairing and row assembly for thesis-format log blocks (numba).
 
-Used by :mod:`sipperf.ingest.thesis_log` after :func:`~sipperf.ingest.thesis_scan.scan_block`
+Used by :mod:`sipperf.ingest.thesis_logs.read` after :func:`~sipperf.ingest.thesis_logs.scan.scan_block`
 has tokenized a block.  One compiled pass per block:
 
 1. checks every receive / send line (bad number, negative interval), rebuilds the absolute

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import hop
+from sipperf.ingest.pairing import hop
 
 WINDOW_S = 2.0
 TERMINATED = "terminated at B2BUA"

@@ -1,6 +1,6 @@
 """A capture from any vantage point -> timeline: ``read_capture(path, proxy=None)``.
 
-1. the packet table (:func:`sipperf.ingest.pcap.read_packets`: the packet-level account,
+1. the packet table (:func:`sipperf.ingest.capture.pcap.read_packets`: the packet-level account,
    read = packets in the file, parsed + skipped by reason);
 2. the vantage (:mod:`.vantage`): a proxy, several hops, a B2BUA, or an endpoint;
 3. the timeline for that vantage:
@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..timeline import IngestError, IngestReport, make_timeline
-from . import hop
-from .vantage import classify
+from sipperf.timeline import IngestError, IngestReport, make_timeline
+from sipperf.ingest.pairing import hop
+from sipperf.ingest.pairing.vantage import classify
 
 
 #: skips that carry no message byte (TCP mechanics): not a reason for --strict to fail
@@ -45,7 +45,7 @@ def capture_stem(path: str | os.PathLike) -> str:
     for suf in (".gz",):
         if name.endswith(suf):
             name = name[:-len(suf)]
-    from . import display_path
+    from sipperf.ingest.paths import display_path
     return display_path(Path(name).stem or name)
 
 
@@ -57,7 +57,7 @@ def read_capture(path: str | os.PathLike, proxy=None, *, strict: bool = False, e
     hop), or ``(ip, port)``; an unusable value raises :class:`IngestError`.  ``strict``: the
     first skipped packet of any kind is an error.
     """
-    from .pcap import read_packets
+    from sipperf.ingest.capture.pcap import read_packets
 
     packets, rep = read_packets(path, engine, on_truncated="raise" if strict else "skip")
     _strict_skips(path, rep, strict)
@@ -80,8 +80,8 @@ def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: s
     a call that spans a file boundary pairs as in the merged capture.  The report sums the
     files' accounts and lists each in ``details["capture_set"]``, with the cross-file pairing
     account (transactions and paired messages that span files)."""
-    from . import set_label
-    from .pcap import read_packets
+    from sipperf.ingest.paths import set_label
+    from sipperf.ingest.capture.pcap import read_packets
 
     paths = [Path(q) for q in paths]
     label, rid = set_label(paths)
@@ -136,7 +136,7 @@ def set_account(paths, reports, packets: pd.DataFrame, tl: pd.DataFrame, offsets
 
 
 def display_path_of(q) -> str:
-    from . import display_path
+    from sipperf.ingest.paths import display_path
     return display_path(q)
 
 
@@ -176,7 +176,7 @@ def timeline_of(packets: pd.DataFrame, rep: IngestReport, path, proxy=None, *, s
         if n_other:
             unused["not to or from the proxy" if len(v.hops) == 1 else "not to or from any hop"] = n_other
     elif v.kind == "b2bua":
-        from .b2bua import pair_legs
+        from sipperf.ingest.pairing.b2bua import pair_legs
         tl = pair_legs(p, v.b2bua, capture_end)
         tl["run_id"] = run_id
         socks = set(v.b2bua["sockets"])
@@ -185,7 +185,7 @@ def timeline_of(packets: pd.DataFrame, rep: IngestReport, path, proxy=None, *, s
         if (~used).any():
             unused["not on a correlated B2BUA leg"] = int((~used).sum())
     else:
-        from .endpoint import endpoint_view
+        from sipperf.ingest.pairing.endpoint import endpoint_view
         tl = endpoint_view(p, run_id=run_id)
         used[:] = True
     tl["vantage"] = v.kind
@@ -205,7 +205,7 @@ def timeline_of(packets: pd.DataFrame, rep: IngestReport, path, proxy=None, *, s
 
 
 def pair_at(p: pd.DataFrame, h, run_id: str, capture_end: float, stateful: bool):
-    from .pairing import pair_at_proxy
+    from sipperf.ingest.pairing.proxy import pair_at_proxy
     return pair_at_proxy(p, h.socket, sockets=h.sockets, run_id=run_id, capture_end=capture_end,
                          stateful=stateful)
 

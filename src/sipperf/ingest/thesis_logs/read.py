@@ -66,9 +66,9 @@ message that never left the proxy: ``dropped=True``, ``drop_reason="not forwarde
 the proxy's own ``100 Trying``) is an egress-only row (t_sip_out and t_dep only).
 
 Speed: the file is read in blocks of whole lines (16 MB) into one reused buffer; each block is
-tokenized by one compiled pass over its bytes (:func:`sipperf.ingest.thesis_scan.scan_block`,
+tokenized by one compiled pass over its bytes (:func:`sipperf.ingest.thesis_logs.scan.scan_block`,
 numba: finds the lines, checks the keys, reads the numbers) and checked, paired and written
-by a second one (:func:`sipperf.ingest.thesis_pair.pair_block`: instants, hash table of the
+by a second one (:func:`sipperf.ingest.thesis_logs.pair.pair_block`: instants, hash table of the
 receive lines waiting for their send line, rows in line order straight into the final
 columns, which the DataFrame then wraps without copying) — never a Python loop per line
 (only lines that fail the structural test are classified one by one).  Pairing is per key
@@ -90,10 +90,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sipperf.ingest.thesis_pair import (  # noqa: F401  (NO_STAMP_BEFORE_NS: documented here)
+from sipperf.ingest.thesis_logs.pair import (  # noqa: F401  (NO_STAMP_BEFORE_NS: documented here)
     C_NCOL, N_METHODS, NO_STAMP_BEFORE_NS, ST_BAD_R, ST_BAD_S, ST_BAD_T, ST_DROPPED, ST_FIRST_BAD_R,
     ST_LEN, ST_MISS0, ST_NEG_R, ST_NEG_S, ST_NFIX, ST_PAIRED, ST_ROWS, ST_SONLY, dict_strings, pair_block)
-from sipperf.ingest.thesis_scan import gather, scan_block
+from sipperf.ingest.thesis_logs.scan import gather, scan_block
 from sipperf.timeline import INSTANTS, IngestError, IngestReport, validate_timeline
 
 MARKER = b"ramekris"
@@ -521,7 +521,7 @@ class _Prefetch:
 
 
 def _stem(path: Path) -> str:
-    from sipperf.ingest import display_path
+    from sipperf.ingest.paths import display_path
     return display_path(path.stem)
 
 
@@ -624,8 +624,8 @@ ORDER_TOLERANCE_NS = 10_000_000
 def _post_pair(df: pd.DataFrame, report: IngestReport) -> pd.DataFrame:
     """Re-pair send lines logged *before* their receive line (a reordered or merged log), check
     the time order of the lines, and classify every receive line without a send line by the
-    drop rule (:mod:`sipperf.ingest.hop`, column ``disposition``)."""
-    from sipperf.ingest import hop
+    drop rule (:mod:`sipperf.ingest.pairing.hop`, column ``disposition``)."""
+    from sipperf.ingest.pairing import hop
 
     t_c = df["t_sip_c"].to_numpy(dtype="float64", na_value=np.nan)
     t_o = df["t_sip_out"].to_numpy(dtype="float64", na_value=np.nan)

@@ -1,6 +1,6 @@
 """Validation of the simulator against queueing theory (issue 6 item 3).
 
-``python -m sipperf.sim.validate [--out datasets/precomputed/sim_validation.csv]`` runs seeded
+``python -m sipperf.sim.calibration.validate [--out datasets/precomputed/sim_validation.csv]`` runs seeded
 cases in queue-only mode (Poisson packets of six random types, no interrupt overhead, no T_sip
 growth, switches free) and writes sim vs theory with the batch-means 95 % CI:
 
@@ -22,7 +22,7 @@ import pandas as pd
 from sipperf.sim.params import KernelParams, SchedParams, ServiceParams, SimParams, WorkloadParams
 from sipperf.sim.run import simulate
 
-OUT = Path(__file__).resolve().parents[3] / "datasets" / "precomputed" / "sim_validation.csv"
+OUT = Path(__file__).resolve().parents[4] / "datasets" / "precomputed" / "sim_validation.csv"
 
 
 def queue_only(x_us: tuple[float, ...], lam_pps: float, n: int, dist: str, threads: int = 1,
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "T_sip growth, free context switches, one core per thread) vs closed forms: M/M/1 and "
         "Pollaczek-Khinchin mean wait (thesis eq. 4.2/4.3), M/M/c/K blocking (eq. 5.3/5.4, K = socket "
         "queue + c). ci_halfwidth = 95 % batch-means CI (20 batches, 2 % warm-up dropped).",
-        f"python -m sipperf.sim.validate --packets {a.packets} --seed {a.seed}")
+        f"python -m sipperf.sim.calibration.validate --packets {a.packets} --seed {a.seed}")
     print(df.to_string(index=False))
     return 0
 

@@ -1,6 +1,6 @@
 """Fit the unreported UA reaction times to one waiting-time table, test them on the other.
 
-``python -m sipperf.sim.fit_waits [--calls 12000]`` runs a grid of UAC/UAS reaction times
+``python -m sipperf.sim.calibration.fit_waits [--calls 12000]`` runs a grid of UAC/UAS reaction times
 (one process, no Dask) on the chapter 4 set-up (one thread, one core) at the call rates of
 Table 4.4 (Poisson calls) and Table 4.5 (deterministic calls), and writes
 ``datasets/precomputed/sim_calibration.reaction_fit.csv`` (one row per grid point, table and
@@ -21,7 +21,7 @@ Procedure (no per-row tuning): every grid point is run at every rate of a table 
 random numbers (same seed per rate); the score of a grid point on a table is the RMS of
 ``ln(sim W / measured W)`` over the table's rates with measured W >= :data:`W_MIN_US` (the
 0.31 µs of Table 4.5 at 100 cps is below what the alpha-dependent definition of W resolves, see
-:func:`sipperf.sim.calibrate.w_definition_check`).  The parameters chosen on Table 4.4 are
+:func:`sipperf.sim.calibration.calibrate.w_definition_check`).  The parameters chosen on Table 4.4 are
 tested on Table 4.5 (out of sample) and, as a second fold, the reverse.
 """
 from __future__ import annotations
@@ -222,7 +222,7 @@ def reading_text(fit: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sipperf.sim.fit_waits", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sipperf.sim.calibration.fit_waits", description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=12000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=0, help="0 = run in this process")
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             f"score; the within-10 % counts use the first seed set.\n\n" + summary_text(fit)
             + "\n\nThe chosen values (fitted on Table 4.4) are `REACT_FIT` in `src/sipperf/sim/params.py`.\n\n"
             + reading_text(fit))
-    write_with_provenance(fit, a.out, text, f"python -m sipperf.sim.fit_waits --calls {a.calls}")
+    write_with_provenance(fit, a.out, text, f"python -m sipperf.sim.calibration.fit_waits --calls {a.calls}")
     print(summary_text(fit))
     print(f"{len(fit)} rows in {time.perf_counter() - t:.0f} s -> {a.out}")
     return 0

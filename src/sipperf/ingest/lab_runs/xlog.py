@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..timeline import IngestError, IngestReport
-from .lab_tracelog import iter_lines
+from sipperf.timeline import IngestError, IngestReport
+from sipperf.ingest.lab_runs.tracelog import iter_lines
 
 MARK = "SIPPERF|"
 TAGS = ("in", "c", "out")

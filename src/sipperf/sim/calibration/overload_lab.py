@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-LAB_RUNS = Path(__file__).resolve().parents[3] / "datasets" / "lab" / "runs"
+LAB_RUNS = Path(__file__).resolve().parents[4] / "datasets" / "lab" / "runs"
 #: the long recording's overload table (``datasets/lab/record.py --plan full``, sipperf.lab.store)
 LAB_LONG_OVERLOAD = LAB_RUNS.parent / "long" / "overload.csv"
 _COUNT = re.compile(r"^(\d+)_(\d{3}|[A-Z]+)_(Recv|Sent)$")

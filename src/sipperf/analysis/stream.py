@@ -2,16 +2,16 @@
 
 ``sipperf analyze`` on a large capture (or a directory of ring-buffer files, ``dumpcap -b``)
 runs here instead of building the whole timeline in memory.  The numbers are those of the
-in-memory path (:func:`sipperf.ingest.capture.read_capture`, :mod:`sipperf.components`,
+in-memory path (:func:`sipperf.ingest.capture.read.read_capture`, :mod:`sipperf.components`,
 :mod:`sipperf.calls`), bit for bit on every test capture (tests/test_stream.py checks it);
 what differs is how they are reached:
 
 1. **Chunked reading.**  The bulk reader yields the packet table in chunks
-   (:func:`sipperf.ingest.pcapfast.iter_packets`); each chunk becomes integer columns
+   (:func:`sipperf.ingest.capture.fast.iter_packets`); each chunk becomes integer columns
    (:mod:`.compact`: Call-IDs and branches as 64-bit hashes, strings as codes).  The reading
    runs where it is cheapest: in this process, in a helper process that overlaps it with the
    analysis (one large file), or on Dask workers, one file each (a ring buffer,
-   :mod:`sipperf.distributed`).
+   :mod:`sipperf.ingest.capture.distributed`).
 2. **The vantage** (:mod:`.vantage`: proxy, hops, B2BUA or endpoint) is decided on the first
    :data:`PREFIX_ROWS` SIP messages of the capture (all of them when it is shorter).  A B2BUA
    capture is not streamed (its legs are correlated across Call-IDs): it is read in memory.
@@ -47,10 +47,11 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from ..timeline import MSG_TYPES, IngestError, IngestReport
-from . import compact as C
-from . import hop
-from . import stream_kernels as K
+from sipperf.analysis import stream_kernels as K
+from sipperf.ingest.capture import compact as C
+from sipperf.ingest.capture.chunks import CHUNK_ROWS, peak_rss_mb, produce, produce_in_helper  # noqa: F401
+from sipperf.ingest.pairing import hop
+from sipperf.timeline import MSG_TYPES, IngestError, IngestReport
 
 #: SIP messages the vantage is decided on
 PREFIX_ROWS = 100_000
@@ -58,8 +59,6 @@ PREFIX_ROWS = 100_000
 HORIZON_S = 64.0
 #: rows waiting in open groups before the longest-silent groups are closed early
 MAX_OPEN_ROWS = 4_000_000
-#: packet-table rows per chunk read
-CHUNK_ROWS = 250_000
 #: process a batch of closed groups once this many rows have arrived
 BATCH_ROWS = 250_000
 #: captures at least this large (bytes, all files) are streamed by ``sipperf analyze``
@@ -72,28 +71,6 @@ NA = C.NA_INT
 
 class NotStreamable(Exception):
     """The capture must be read in memory (a B2BUA: legs correlated across Call-IDs)."""
-
-
-# --------------------------------------------------------------------------------- producing
-def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False,
-            ) -> Iterator[tuple]:
-    """Messages describing one capture file, in order: ``("chunk", compact chunk, rows
-    without Call-ID)`` for every chunk, then ``("end", report)``.  Picklable, so it runs
-    anywhere (this process, a helper process, a Dask worker)."""
-    from .pcapfast import iter_packets
-
-    rep = IngestReport(source="pcap-bulk", path=str(path))
-    for df in iter_packets(path, rep, chunk_rows=chunk_rows, on_truncated="raise" if strict else "skip",
-                           progress=False):
-        for a in range(0, len(df), chunk_rows):  # the reader's pieces can be larger than asked
-            c, dropped = C.compact_frame(df.iloc[a:a + chunk_rows])
-            yield ("chunk", c, dropped)
-    yield ("end", rep)
-
-
-def produce_list(path: str, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> list[tuple]:
-    """:func:`produce` as one list (a Dask task's result)."""
-    return list(produce(path, chunk_rows=chunk_rows, strict=strict))
 
 
 def _trim() -> None:
@@ -112,52 +89,6 @@ def _trim() -> None:
 
 
 _LIBC = None
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident set (VmHWM), MB; NaN where /proc is not there."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
-
-
-def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> Iterator[tuple]:
-    """:func:`produce` in a reader process (:mod:`.stream_reader`), so that reading one large
-    file and analysing it overlap on two cores; the pipe keeps at most a chunk or two in flight."""
-    import pickle
-    import subprocess
-    import sys
-    import tempfile
-
-    errf = tempfile.TemporaryFile()  # a file, not a pipe: a chatty reader can never block on it
-    proc = subprocess.Popen([sys.executable, "-m", "sipperf.ingest.stream_reader", str(path), str(chunk_rows),
-                             "1" if strict else "0"], stdout=subprocess.PIPE, stderr=errf)
-    try:
-        while True:
-            try:
-                msg = pickle.load(proc.stdout)
-            except EOFError:
-                proc.wait()
-                errf.seek(0)
-                err = errf.read().decode(errors="replace").strip().splitlines()
-                raise RuntimeError(f"the reader process for {path} ended without a result (exit code "
-                                   f"{proc.returncode}): {err[-1] if err else ''}") from None
-            if msg[0] == "error":
-                raise IngestError(msg[1], msg[2], msg[3])
-            yield msg
-            if msg[0] == "end":
-                break
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        errf.close()
 
 
 # ----------------------------------------------------------------------------- accumulators
@@ -259,7 +190,7 @@ class Engine:
         self._add(c)
 
     def _decide(self) -> None:
-        from .vantage import classify_prepped
+        from sipperf.ingest.pairing.vantage import classify_prepped
 
         rows = C.concat(self.buffer)
         self.buffer = []
@@ -275,8 +206,8 @@ class Engine:
 
     def _b2bua_check(self, m: int):
         def check():
-            from .b2bua import find_b2bua
-            from .vantage import prep
+            from sipperf.ingest.pairing.b2bua import find_b2bua
+            from sipperf.ingest.pairing.vantage import prep
             if self.prefix_frame is None:
                 return None
             return find_b2bua(prep(self.prefix_frame(m)))
@@ -895,14 +826,14 @@ def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, st
                     max_open_rows=max_open_rows, prefix_rows=prefix_rows, batch_rows=batch_rows,
                     prefix_frame=lambda n: _prefix_frame(files, n), vantage=vantage)
     if mode == "dask":
-        from sipperf.distributed import map_files
+        from sipperf.ingest.capture.distributed import map_files
         source = map_files(files, workers=workers, scheduler=scheduler, progress=progress,
                            chunk_rows=chunk_rows, strict=strict)
     elif mode == "helper":
         source = ((0, m) for m in produce_in_helper(files[0], chunk_rows=chunk_rows, strict=strict))
     else:
         source = ((i, m) for i, f in enumerate(files) for m in produce(f, chunk_rows=chunk_rows, strict=strict))
-    from . import display_path
+    from sipperf.ingest.paths import display_path
 
     reports: list[IngestReport] = []
     helper = None
@@ -952,7 +883,7 @@ def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, st
 
 
 def _check(files, reports, engine: Engine, strict: bool) -> None:
-    """The checks of :func:`sipperf.ingest.capture.read_capture`, in its order."""
+    """The checks of :func:`sipperf.ingest.capture.read.read_capture`, in its order."""
     label = files[0] if len(files) == 1 else files[0].parent
     if strict:
         for f, r in zip(files, reports):
@@ -978,14 +909,14 @@ def _check(files, reports, engine: Engine, strict: bool) -> None:
 def _report(files, reports: list[IngestReport], label: str) -> IngestReport:
     if len(reports) == 1:
         return reports[0]
-    from .capture import set_report
+    from sipperf.ingest.capture.read import set_report
 
     return set_report(reports, label)
 
 
 def _prefix_frame(files, n: int) -> pd.DataFrame:
     """The real packet table of the first ``n`` SIP messages with a Call-ID (for the B2BUA check)."""
-    from .pcapfast import empty_packets, iter_packets
+    from sipperf.ingest.capture.fast import empty_packets, iter_packets
 
     parts, have = [], 0
     for f in files:

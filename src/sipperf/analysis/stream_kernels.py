@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import hop
+from sipperf.ingest.pairing import hop
 
-#: disposition codes: the index in :data:`sipperf.ingest.hop.DISPOSITIONS`; PROVISIONAL is a
+#: disposition codes: the index in :data:`sipperf.ingest.pairing.hop.DISPOSITIONS`; PROVISIONAL is a
 #: row that is "in flight at capture end" or "dropped", decided when the capture has ended
 D_RELAYED, D_ORIGINATED, D_100, D_ACK, D_CANCEL, D_RETRANS, D_AFTER_FINAL, D_OWN, D_ANSWERED, D_IN_FLIGHT, \
     D_DROPPED = range(len(hop.DISPOSITIONS))
@@ -28,9 +28,9 @@ ROLE_NONE, ROLE_IN, ROLE_OUT, ROLE_SELF = 0, 1, 2, 3
 @njit(cache=True, nogil=True)
 def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branch, ack_raw, sock,
              c_invite, c_ack, c_cancel, stateful, role, partner, eo, disp):
-    """One hop: :func:`sipperf.ingest.pairing.pair_at_proxy` (hop-by-hop keys, FIFO pairing by
+    """One hop: :func:`sipperf.ingest.pairing.proxy.pair_at_proxy` (hop-by-hop keys, FIFO pairing by
     message key with the direction constraint, the stateful proxy's own retransmissions) and
-    :func:`sipperf.ingest.hop.classify` (the drop rule) for every group.
+    :func:`sipperf.ingest.pairing.hop.classify` (the drop rule) for every group.
 
     Rows of a group in (ts, frame, row) order.  Writes ``role`` (ROLE_*), ``partner`` (the
     egress row of a paired ingress row, else -1), ``eo`` (egress only) and ``disp`` (code of
@@ -205,7 +205,7 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
 
 @njit(cache=True, nogil=True)
 def endpoint_pass(gstart, cm, what, src, dst, branch, meth, retrans):
-    """:func:`sipperf.ingest.endpoint.retransmissions`: a row is a retransmission when an
+    """:func:`sipperf.ingest.pairing.endpoint.retransmissions`: a row is a retransmission when an
     earlier row of its group (time order) has the same CSeq method, method-or-status, sender,
     receiver and, for a request, top-Via branch."""
     for g in range(gstart.shape[0] - 1):

@@ -4,7 +4,7 @@ One compiled pass (:func:`.pcapscan.scan`, numba) walks the mapped file record b
 writes one row per SIP message straight into column arrays; this module opens the file,
 drives the pass in pieces of at most 65 536 records, turns the columns into DataFrames
 (strings as Arrow arrays, no Python object per row) and keeps the account.  The records are
-identical to :mod:`sipperf.ingest.pcap_pyshark`'s (a test checks it on every fixture); what a
+identical to :mod:`sipperf.ingest.capture.pyshark_engine`'s (a test checks it on every fixture); what a
 record goes through is listed in :mod:`.pcapscan`, the SIP rules in :mod:`.sipmsg`.
 
 Record conventions (the same as tshark's): ``frame`` is the 1-based number of the packet that
@@ -41,8 +41,8 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from ..timeline import IngestError, IngestReport
-from . import pcapscan as ps
+from sipperf.timeline import IngestError, IngestReport
+from sipperf.ingest.capture import scan as ps
 
 COLUMNS: tuple[str, ...] = (
     "frame", "ts_ns", "src", "sport", "dst", "dport", "transport", "size",

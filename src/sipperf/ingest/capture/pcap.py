@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..timeline import IngestReport
-from . import pcap_pyshark, pcapfast
-from .pairing import pair_at_proxy
+from sipperf.timeline import IngestReport
+from sipperf.ingest.capture import pyshark_engine as pcap_pyshark
+from sipperf.ingest.capture import fast as pcapfast
+from sipperf.ingest.pairing.proxy import pair_at_proxy
 
 ENGINES = ("bulk", "pyshark")
 

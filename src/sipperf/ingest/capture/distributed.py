@@ -5,9 +5,9 @@ x.pcapng`` writes ``x_00001_20261123190000.pcapng``, ``x_00002_...``) reads the 
 parallel and analyses them as the one capture they were cut from:
 
 * **map, in parallel**: one Dask task per file parses it with the bulk reader and turns it into
-  compact integer columns (:func:`sipperf.ingest.stream.produce_list`; no pairing, no state);
+  compact integer columns (:func:`sipperf.ingest.capture.chunks.produce_list`; no pairing, no state);
   its packet account comes back with it;
-* **reduce, in time order, here**: the streaming engine (:class:`sipperf.ingest.stream.Engine`)
+* **reduce, in time order, here**: the streaming engine (:class:`sipperf.analysis.stream.Engine`)
   takes the files' results in the order of their sequence numbers, numbers their packets on
   as in the merged capture, and pairs transaction by transaction.  A transaction that starts in
   one file and ends in the next is still open when the next file's rows arrive, so the pairing
@@ -33,7 +33,7 @@ from sipperf.timeline import IngestError
 def _task(path: str, chunk_rows: int, strict: bool) -> list[tuple]:
     """One file's messages (run on a worker); an unusable file comes back as an error message
     (an exception with the file's name and position, rebuilt here)."""
-    from sipperf.ingest.stream import produce_list
+    from sipperf.ingest.capture.chunks import produce_list
 
     try:
         return produce_list(path, chunk_rows=chunk_rows, strict=strict)
@@ -44,7 +44,7 @@ def _task(path: str, chunk_rows: int, strict: bool) -> list[tuple]:
 def map_files(files: list[Path], *, workers: int | None = None, scheduler: str | None = None,
               progress: bool | None = None, chunk_rows: int = 250_000, strict: bool = False
               ) -> Iterator[tuple[int, tuple]]:
-    """(file index, message) for every file, in file order (see :func:`.ingest.stream.produce`),
+    """(file index, message) for every file, in file order (see :func:`sipperf.ingest.capture.chunks.produce`),
     the files read by Dask tasks."""
     from dask.distributed import Client, LocalCluster
 

@@ -1,5 +1,5 @@
-"""The reader process of the streaming engine: ``python -m sipperf.ingest.stream_reader PATH
-CHUNK_ROWS STRICT`` writes :func:`sipperf.ingest.stream.produce`'s messages to stdout, pickled.
+"""The reader process of the streaming engine: ``python -m sipperf.ingest.capture.chunk_reader PATH
+CHUNK_ROWS STRICT`` writes :func:`sipperf.ingest.capture.chunks.produce`'s messages to stdout, pickled.
 
 A separate interpreter (not ``multiprocessing``) so that it works from any caller -- a script
 without a ``__main__`` guard, a notebook, the ``sipperf`` command.  The pipe's small buffer is
@@ -14,7 +14,7 @@ import time
 
 
 def main(argv: list[str]) -> int:
-    from sipperf.ingest.stream import peak_rss_mb, produce
+    from sipperf.ingest.capture.chunks import peak_rss_mb, produce
     from sipperf.timeline import IngestError
 
     path, chunk_rows, strict = argv[0], int(argv[1]), argv[2] == "1"

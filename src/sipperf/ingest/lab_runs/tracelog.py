@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..timeline import IngestError, IngestReport
+from sipperf.timeline import IngestError, IngestReport
 
 #: kind -> column names after (cpu, t)
 FIELDS: dict[str, tuple[str, ...]] = {

@@ -1,11 +1,11 @@
 """Calibration of the simulator against the thesis's measurements (issue 6 item 4).
 
-``python -m sipperf.sim.calibrate [--calls N] [--workers 0]`` writes
+``python -m sipperf.sim.calibration.calibrate [--calls N] [--workers 0]`` writes
 datasets/precomputed/sim_calibration.csv with, per row, the measured value, the simulated value,
 the gap in percent and the row's role in the fit (``fit_role``):
 
 * mean waiting time K^w in the stable region, Table 4.4 (Poisson calls; the UA reaction times
-  were fitted to these rows by :mod:`sipperf.sim.fit_waits`) and Table 4.5 (deterministic calls;
+  were fitted to these rows by :mod:`sipperf.sim.calibration.fit_waits`) and Table 4.5 (deterministic calls;
   out of sample), ch. 4 testbed (one thread, one core); and the same comparison in terms of the
   overall mean socket-queue time K_sockq, which the thesis measured directly (its "W (measured)"
   is K_sockq minus the modelled alpha(lambda) * 7.9 us, see :func:`w_definition_check`);
@@ -38,7 +38,7 @@ import pandas as pd
 from sipperf import thesis
 from sipperf.sim.sweep import OUT_DIR, write_with_provenance
 
-from sipperf.sim.fit_waits import W_MEASURED_DET, W_MEASURED_POISSON, calls_for, run_points
+from sipperf.sim.calibration.fit_waits import W_MEASURED_DET, W_MEASURED_POISSON, calls_for, run_points
 from sipperf.sim.params import REACT_FIT, beta_thread_overhead_us
 
 #: Table 4.3 overall mean K^{s,base}_sockq (us): the thesis's "W (measured)" is the measured overall
@@ -295,7 +295,7 @@ def calibration_table(calls: int = 8000, workers: int = 0, scheduler: str | None
 
 def grid_45_text() -> str:
     """How well *any* point of the reaction-time grid does on Table 4.5 (from the stored fit)."""
-    from sipperf.sim.fit_waits import OUT
+    from sipperf.sim.calibration.fit_waits import OUT
 
     if not OUT.exists():
         return ""
@@ -339,7 +339,7 @@ def gaps_text(df: pd.DataFrame) -> str:
 sample: {_count(w45)}); socket-queue times K_sockq {_count(ks)}; knees {_count(kn)} (Tables 5.x
 {_count(k5)}, 6.x {_count(k6)}, 7.x {_count(k7)}: the {len(k7_fit)} rows contention is fitted on
 {_count(k7_fit)}, the other rows, predictions, {_count(k7_pred)}).  Reaction times (fitted on Table 4.4 by
-`python -m sipperf.sim.fit_waits`): {react}.
+`python -m sipperf.sim.calibration.fit_waits`): {react}.
 
 What changed in this version (2026-11-23): the thread overhead of the server-mode rows is now
 fitted by a grid search on the five knees of Table 6.2 (`--fit-thread-overhead`,
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             f"sim_calibration.csv.  Best: {float(sc.idxmin()):.1f} us (score {float(sc.min()):.3f}); it is "
             "the default of `KernelParams.thread_overhead_us` in src/sipperf/sim/params.py.  Table 6.1 "
             "(baseline scheduler, same machine) and Tables 7.x are out of sample for it.",
-            f"python -m sipperf.sim.calibrate --fit-thread-overhead --calls {a.calls}")
+            f"python -m sipperf.sim.calibration.calibrate --fit-thread-overhead --calls {a.calls}")
         print(fit.to_string(index=False))
         return 0
     if a.fit_contention:
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{float(sc.idxmin()):.2f} (score {float(sc.min()):.3f}); it is `CONTENTION_SOCKET` in "
             "src/sipperf/sim/calibrate.py.  bound '>' = the knee lies above the simulated rate grid "
             "(the score then uses the grid's top rate).",
-            f"python -m sipperf.sim.calibrate --fit-contention --calls {a.calls}")
+            f"python -m sipperf.sim.calibration.calibrate --fit-contention --calls {a.calls}")
         print(fit.to_string(index=False))
         return 0
     df = calibration_table(a.calls, a.workers, a.scheduler)
@@ -439,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         "Seeds: 7 for every waiting-time point, 7 + knee index (order of `KNEES`) for the knees; "
         "the points are built by `calibration_table`.\n\n"
         + gaps_text(df),
-        f"python -m sipperf.sim.calibrate --calls {a.calls}")
+        f"python -m sipperf.sim.calibration.calibrate --calls {a.calls}")
     with pd.option_context("display.width", 200):
         print(df.to_string(index=False))
     return 0

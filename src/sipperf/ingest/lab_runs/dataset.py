@@ -1,7 +1,7 @@
 """The recorded lab datasets (``datasets/lab/``): compact per-run timelines and a run index.
 
 A run is stored as ``runs/<run_id>/timeline.parquet`` (the joined timeline of
-:func:`sipperf.ingest.lab_run.read_run`, instants as ns offsets from the run's first capture
+:func:`sipperf.ingest.lab_runs.run.read_run`, instants as ns offsets from the run's first capture
 timestamp, delta-encoded, zstd; ``t0_ns`` in the Parquet metadata) plus its ``meta.json``.
 :func:`load_run` restores the absolute epoch-ns timeline; no root, kamailio or tshark needed.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..timeline import INSTANTS, IngestError, IngestReport, make_timeline
+from sipperf.timeline import INSTANTS, IngestError, IngestReport, make_timeline
 
 TIME_COLS: tuple[str, ...] = (*INSTANTS, "t_wire_in", "t_wire_out", "t_script_in", "recv_enter",
                               "recv_copied", "send_enter")
@@ -80,7 +80,7 @@ def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, IngestReport]:
                               "summary-only stored point: its per-message timeline was not kept. "
                               "Its statistics are in runs.csv, components.csv and "
                               "histograms.parquet of the dataset directory (two levels up): "
-                              "sipperf.ingest.lab_dataset.load_points / load_components / "
+                              "sipperf.ingest.lab_runs.dataset.load_points / load_components / "
                               "load_histograms")
         raise IngestError(run_dir, "timeline.parquet",
                           "missing (neither a raw lab run with capture.pcapng nor a stored run)")
@@ -111,7 +111,7 @@ def load_index(root: str | Path) -> pd.DataFrame:
 # ---- the long recordings (datasets/lab/long) ---------------------------------------------------
 
 #: stored components: name -> (later instant, earlier instant); ``wire`` is the pcap time in the
-#: proxy, ``k_copy_max`` the upper bound of K_copy (see sipperf.ingest.lab_run)
+#: proxy, ``k_copy_max`` the upper bound of K_copy (see sipperf.ingest.lab_runs.run)
 HIST_COMPONENTS: dict[str, tuple[str, str]] = {
     "k_stack": ("t_stack", "t_arr"), "k_sockq": ("t_sockq", "t_stack"),
     "k_copy": ("t_sip_in", "t_sockq"), "k_rcv": ("t_sip_in", "t_arr"),

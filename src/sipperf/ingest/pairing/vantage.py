@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..timeline import IngestError
+from sipperf.timeline import IngestError
 
 KINDS = ("proxy", "multi-hop", "b2bua", "endpoint")
 #: an edge is significant if it carries at least this share of its receiving socket's forwarding
@@ -252,7 +252,7 @@ def order_hops(p: pd.DataFrame, nodes: list[Node]) -> list[Node]:
 def classify(packets: pd.DataFrame, proxy=None, *, path: Any = "capture") -> tuple[Vantage, pd.DataFrame]:
     """Vantage of a packet table (and the prepped table).  ``proxy`` overrides the search;
     an unusable value raises :class:`IngestError` naming what is wrong."""
-    from .b2bua import find_b2bua
+    from sipperf.ingest.pairing.b2bua import find_b2bua
 
     p = prep(packets)
     return classify_prepped(p, proxy, path=path, b2bua=lambda: find_b2bua(p))

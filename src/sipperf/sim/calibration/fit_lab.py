@@ -1,6 +1,6 @@
 """Fit the kernel-path model to the lab's own recordings (issue 6 item 4, last sentence).
 
-``python -m sipperf.sim.fit_lab`` writes ``datasets/precomputed/sim_lab_fit.csv`` (one row per
+``python -m sipperf.sim.calibration.fit_lab`` writes ``datasets/precomputed/sim_lab_fit.csv`` (one row per
 run of the lab's 1-worker rate sweep) and ``sim_lab_fit.provenance.md`` beside it.
 
 1. **Service inputs from measured data** (:func:`estimate_components`, :func:`service_from_lab`):
@@ -58,13 +58,13 @@ import numpy as np
 import pandas as pd
 
 from sipperf.components import derive_arrays
-from sipperf.ingest.lab_dataset import load_index, load_meta, load_run
+from sipperf.ingest.lab_runs.dataset import load_index, load_meta, load_run
 from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import TYPES, ServiceParams, SimParams, make_params
 from sipperf.sim.run import stats_of, to_timeline
 from sipperf.sim.workload import Workload, draw
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 LAB_DIR = ROOT / "datasets" / "lab"
 OUT_CSV = ROOT / "datasets" / "precomputed" / "sim_lab_fit.csv"
 #: the light-load runs the service inputs are estimated from (no drops, p99 lateness < 20 ms)
@@ -525,7 +525,7 @@ model); `lab_worker_share` = traced work / cycle time in those cycles.
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sipperf.sim.fit_lab", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sipperf.sim.calibration.fit_lab", description=__doc__.splitlines()[0])
     ap.add_argument("--lab", type=Path, default=LAB_DIR)
     ap.add_argument("--out", type=Path, default=OUT_CSV)
     a = ap.parse_args(argv)
@@ -533,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     df, est, s, rcv = fit_table(a.lab)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(a.out, index=False, float_format="%.6g")
-    cmd = "python -m sipperf.sim.fit_lab" + ("" if argv is None and len(sys.argv) <= 1 else
+    cmd = "python -m sipperf.sim.calibration.fit_lab" + ("" if argv is None and len(sys.argv) <= 1 else
                                              " " + " ".join(argv if argv is not None else sys.argv[1:]))
     a.out.with_suffix(".provenance.md").write_text(provenance(df, est, s, rcv, cmd, LIGHT_RUNS))
     cols = ["rate_cps", "lab_k_sockq_median_us", "sim_k_sockq_median_us", "lab_sojourn_median_us",

@@ -1,6 +1,6 @@
 """The pyshark (tshark) path: per-message SIP fields of a capture, as in the design card.
 
-Same records as :mod:`sipperf.ingest.pcapfast` (columns :data:`pcapfast.COLUMNS`), slower
+Same records as :mod:`sipperf.ingest.capture.fast` (columns :data:`pcapfast.COLUMNS`), slower
 (~600 packets/s in pyshark's default mode) but dissected by Wireshark itself.
 
 Traps handled here:
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..timeline import IngestError, IngestReport
-from . import sipmsg
-from .pcapfast import COLUMNS, _to_frame, scan_structure
+from sipperf.timeline import IngestError, IngestReport
+from sipperf.ingest.capture import sipmsg
+from sipperf.ingest.capture.fast import COLUMNS, _to_frame, scan_structure
 
 #: tshark options common to every mode
 DISABLED_PROTOCOLS = "sdp"

@@ -1,6 +1,6 @@
 """A packet table in compact numeric form, for the streaming engine (:mod:`.stream`).
 
-A chunk of the packet table (:data:`sipperf.ingest.pcapfast.COLUMNS`) becomes integer columns:
+A chunk of the packet table (:data:`sipperf.ingest.capture.fast.COLUMNS`) becomes integer columns:
 
 ===============  =====================================================================
 ``ts``           capture instant, int64 ns

@@ -1,7 +1,7 @@
 """Join one lab run directory (``sipperf lab run``) into the per-message timeline.
 
 Inputs (plain or ``.gz``): ``meta.json``, ``capture.pcapng`` (read with
-:func:`sipperf.ingest.pcapfast.read_packets`), ``proxy.log`` (:mod:`.lab_xlog`) and, when the
+:func:`sipperf.ingest.capture.fast.read_packets`), ``proxy.log`` (:mod:`.lab_xlog`) and, when the
 tracer ran, ``trace.log`` (:mod:`.lab_tracelog`).  One row per datagram that reached the
 proxy's port (pcap), plus one row per datagram the proxy sent that relays nothing it received
 (its own 100 Trying, retransmissions).  How each instant is found:
@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..timeline import INSTANTS, IngestError, IngestReport, make_timeline
-from .lab_tracelog import read_tracelog
-from .lab_xlog import read_xlog
+from sipperf.timeline import INSTANTS, IngestError, IngestReport, make_timeline
+from sipperf.ingest.lab_runs.tracelog import read_tracelog
+from sipperf.ingest.lab_runs.xlog import read_xlog
 
 NA = pd.NA
 
@@ -60,7 +60,7 @@ def _find(run_dir: Path, name: str) -> Path | None:
 
 
 def _read_pcap(path: Path) -> tuple[pd.DataFrame, IngestReport]:
-    from .pcapfast import read_packets
+    from sipperf.ingest.capture.fast import read_packets
 
     if path.suffix != ".gz":
         return read_packets(path)
@@ -181,7 +181,7 @@ def read_run(run_dir: str | Path, *, run_id: str | None = None) -> tuple[pd.Data
     """The joined timeline of one lab run and the combined account of its files."""
     run_dir = Path(run_dir)
     meta = _meta(run_dir)
-    from . import display_path
+    from sipperf.ingest.paths import display_path
     run_id = run_id or display_path(run_dir.name)
     addr, port = meta["proxy"]["addr"], int(meta["proxy"]["port"])
     offs = [meta[k]["offset_ns"] for k in ("clock_before", "clock_after") if k in meta]

@@ -31,9 +31,9 @@ from collections import defaultdict, deque
 import numpy as np
 import pandas as pd
 
-from ..timeline import IngestReport, make_timeline
-from . import hop
-from .vantage import endpoint, find_nodes, parse_socket, prep  # noqa: F401  (endpoint: re-exported)
+from sipperf.timeline import IngestReport, make_timeline
+from sipperf.ingest.pairing import hop
+from sipperf.ingest.pairing.vantage import endpoint, find_nodes, parse_socket, prep  # noqa: F401  (endpoint: re-exported)
 
 
 def _norm_proxy(proxy) -> str:

@@ -1,0 +1,86 @@
+"""One capture file as a stream of compact chunks: what the streaming analysis and Dask workers read.
+
+:func:`produce` reads a capture with the bulk reader (:func:`sipperf.ingest.capture.fast.iter_packets`)
+and turns each chunk of the packet table into compact integer columns
+(:mod:`sipperf.ingest.capture.compact`).  It holds no pairing state, so it runs anywhere: in
+the analysing process, in a helper process that overlaps reading with the analysis
+(:func:`produce_in_helper`, :mod:`sipperf.ingest.capture.chunk_reader`), or on Dask workers,
+one file each (:mod:`sipperf.ingest.capture.distributed`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from sipperf.ingest.capture import compact as C
+from sipperf.timeline import IngestError, IngestReport
+
+#: packet-table rows per chunk read
+CHUNK_ROWS = 250_000
+
+
+def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False,
+            ) -> Iterator[tuple]:
+    """Messages describing one capture file, in order: ``("chunk", compact chunk, rows
+    without Call-ID)`` for every chunk, then ``("end", report)``.  Picklable, so it runs
+    anywhere (this process, a helper process, a Dask worker)."""
+    from sipperf.ingest.capture.fast import iter_packets
+
+    rep = IngestReport(source="pcap-bulk", path=str(path))
+    for df in iter_packets(path, rep, chunk_rows=chunk_rows, on_truncated="raise" if strict else "skip",
+                           progress=False):
+        for a in range(0, len(df), chunk_rows):  # the reader's pieces can be larger than asked
+            c, dropped = C.compact_frame(df.iloc[a:a + chunk_rows])
+            yield ("chunk", c, dropped)
+    yield ("end", rep)
+
+
+def produce_list(path: str, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> list[tuple]:
+    """:func:`produce` as one list (a Dask task's result)."""
+    return list(produce(path, chunk_rows=chunk_rows, strict=strict))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM), MB; NaN where /proc is not there."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> Iterator[tuple]:
+    """:func:`produce` in a reader process (:mod:`sipperf.ingest.capture.chunk_reader`), so that reading one large
+    file and analysing it overlap on two cores; the pipe keeps at most a chunk or two in flight."""
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+
+    errf = tempfile.TemporaryFile()  # a file, not a pipe: a chatty reader can never block on it
+    proc = subprocess.Popen([sys.executable, "-m", "sipperf.ingest.capture.chunk_reader", str(path), str(chunk_rows),
+                             "1" if strict else "0"], stdout=subprocess.PIPE, stderr=errf)
+    try:
+        while True:
+            try:
+                msg = pickle.load(proc.stdout)
+            except EOFError:
+                proc.wait()
+                errf.seek(0)
+                err = errf.read().decode(errors="replace").strip().splitlines()
+                raise RuntimeError(f"the reader process for {path} ended without a result (exit code "
+                                   f"{proc.returncode}): {err[-1] if err else ''}") from None
+            if msg[0] == "error":
+                raise IngestError(msg[1], msg[2], msg[3])
+            yield msg
+            if msg[0] == "end":
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        errf.close()
