@@ -39,6 +39,7 @@ $(SYSSTAMP):
 
 # --- Python environment ----------------------------------------------------------------------
 setup: $(STAMP) system static
+	$(BIN)/python -m sipperf.warm
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] < (3, 14), "need Python 3.11-3.13 (pyshark 0.6 breaks on 3.14)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

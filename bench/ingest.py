@@ -18,7 +18,7 @@ Printed, with /proc/loadavg before and after each measurement (medians of ``--ru
 * bulk          — sipperf.ingest.capture.fast.read_packets on the whole file, in a fresh process
                   per run (the time of the read itself; the process's own peak RSS, VmHWM);
 * bulk-stream   — iter_packets, chunks consumed and dropped (bounded memory);
-* analyze       — sipperf.commands.analyze.analyze(figures=False) end to end, fresh process;
+* analyze       — sipperf.analysis.analyze + Analysis.write (no figures) end to end, fresh process;
 * tshark-fields — ``tshark -T fields`` with the packet table's SIP fields, on ``--slice`` packets;
 * dpkt          — dpkt's pcapng reader + Ethernet/IP/UDP + dpkt.sip on ``--slice`` packets
                   (skipped with a message when dpkt is not installed);
@@ -205,12 +205,13 @@ print(json.dumps({"seconds": dt, "cpu": cpu, "read": rep.read, "rows": rows, "st
 CHILD_ANALYZE = r"""
 import json, sys, tempfile, time
 t0 = time.perf_counter()
-from sipperf.commands.analyze import analyze
+from sipperf.analysis import analyze
 with tempfile.TemporaryDirectory() as out:
-    res = analyze([sys.argv[1]], out, figures=False)
+    res = analyze([sys.argv[1]])
+    res.write(out)
 dt = time.perf_counter() - t0
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
-print(json.dumps({"seconds": dt, "read": res["report"].read, "hwm_mb": int(hwm) / 1024}))
+print(json.dumps({"seconds": dt, "read": res.report.read, "hwm_mb": int(hwm) / 1024}))
 """
 
 

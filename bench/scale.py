@@ -74,11 +74,16 @@ print(json.dumps({"rc": rc, "inner_s": dt, "cpu_self_s": me.ru_utime + me.ru_sti
 CHILD_FIXED = r"""
 import json, sys, tempfile, time
 c0 = time.process_time()
-from sipperf.commands.analyze import analyze
+from sipperf.analysis import analyze
+from sipperf.figures.analysis_figs import write_figures
+def run(out):
+    res = analyze([sys.argv[1]])
+    res.write(out)
+    write_figures(res, out)
 with tempfile.TemporaryDirectory() as d:
-    analyze([sys.argv[1]], d + "/a", figures=True)
+    run(d + "/a")
     c1 = time.process_time()
-    analyze([sys.argv[1]], d + "/b", figures=True)
+    run(d + "/b")
     c2 = time.process_time()
 print(json.dumps({"first_cpu_s": c1 - c0, "second_cpu_s": c2 - c1}))
 """
@@ -206,7 +211,7 @@ def main(argv=None) -> None:
                   f"load {loads}", flush=True)
             res, loads = median_runs(lambda: B._child(B.CHILD_BULK, str(big), str(tiny), "stream"), a.runs)
             scan_s, sec = med(res, "scan_s"), med(res, "seconds")
-            add("scan", "compiled pass alone (pcapscan.scan inside iter_packets, one core)", max(sizes), res, loads,
+            add("scan", "compiled pass alone (scan.scan inside iter_packets, one core)", max(sizes), res, loads,
                 wall_s=scan_s, packets_per_s=max(sizes) / scan_s)
             add("bulk-stream", "iter_packets, streamed (compiled pass + DataFrame chunks, one core)", max(sizes), res,
                 loads, wall_s=sec, cpu_s=med(res, "cpu"), peak_mb=med(res, "hwm_mb"), packets_per_s=max(sizes) / sec)
@@ -324,7 +329,7 @@ on {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}.
   relaying SIPp calls on loopback UDP) replicated to the given number of packets with unique
   Call-IDs by `bench/ingest.py` (`replicate`), in /tmp, not committed.
 * Columns: `section` (bulk: the reader into one in-memory table, one core; scan: the compiled
-  pass alone, the time inside `pcapscan.scan` while `iter_packets` streams the capture;
+  pass alone, the time inside `sipperf.ingest.capture.scan.scan` while `iter_packets` streams the capture;
   bulk-stream: that streamed read whole, DataFrame chunks included; analyze: the `sipperf analyze`
   command end to end, interpreter start to figures written; fixed: CPU of a first and a second
   analyze of the smallest capture in one process; ring: the `ring_packets` capture cut into

@@ -5,7 +5,7 @@ duplicate them, re-encode with editcap, gzip, merge link types into one multi-se
 zero the IPv4 total length, break SIP start lines and CSeq), the thesis-format logs (CR line
 ends, shuffled and cut lines, binary garbage, non-UTF-8 Call-IDs, huge numbers, gzip) and a
 tidy CSV (text, inf and unit mistakes in time columns, duplicate headers, cut rows).  Every case
-runs through :func:`sipperf.commands.analyze.analyze` in-process, a sample also through the
+runs through :func:`sipperf.analysis.analyze` in-process (its tables written), a sample also through the
 real ``sipperf`` command in a subprocess, and must
 
 * end in success or in an :class:`~sipperf.timeline.IngestError` (exit code 0 or 2), never in
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from sipperf.commands.analyze import analyze
+from sipperf.analysis import analyze
 from sipperf.ingest.thesis_logs.read import synthetic_timeline
 from sipperf.ingest.tidy import write_tidy
 from sipperf.timeline import IngestError
@@ -41,7 +41,8 @@ from sipperf.timeline import IngestError
 FIX = Path(__file__).parent / "fixtures"
 CAPTURES = ("udp4", "udp6", "tcp4", "retrans", "frag4", "prack", "trying1", "cancel", "busy", "hops2",
             "endpoint", "b2bua")
-PARSER_FILES = ("pcapfast.py", "pcap.py", "pcap_pyshark.py", "sipmsg.py", "pcapscan.py")
+PARSER_FILES = ("fast.py", "pcap.py", "pyshark_engine.py", "sipmsg.py", "records.py", "packet.py", "ipfrag.py", "tcp.py",
+                "sip.py", "values.py", "rows.py", "tables.py", "primitives.py")
 N_CASES = 304
 TSHARK_EVERY = 20     # independent packet count for every 20th capture case
 CLI_SAMPLE = 3        # cases also run through the real command
@@ -242,13 +243,14 @@ def run_case(case: Case, tmp: Path, tshark: bool) -> dict:
     p.write_bytes(case.data)
     out = tmp / "out"
     try:
-        res = analyze([p], out, figures=False)
+        res = analyze([p])
+        res.write(out)
     except IngestError as e:
         return {"outcome": "error", "message": str(e)}
     except Exception as e:  # noqa: BLE001 - the point of the test: any other exception is a finding
         return {"outcome": "crash", "origin": _origin(e), "error": f"{type(e).__name__}: {e}",
                 "tb": "".join(traceback.format_exception(e))[-3000:]}
-    rep = res["report"]
+    rep = res.report
     problems = []
     for f in rep.files or [rep]:
         if not f.balanced:

@@ -370,9 +370,10 @@ def test_send_line_before_receive_line_is_repaired_and_warned(fx, tmp_path):
     tl2, rep2 = read_thesis_log(p2)
     assert rep2.details["log_order"]["lines_out_of_time_order"] > 0
     assert any(n.startswith("WARNING") for n in rep2.notes)
-    from sipperf.commands.analyze import analyze
-    res = analyze([p2], tmp_path / "o", figures=False)
-    pdr = res["calls"].set_index("metric").loc["PDR"]
+    from sipperf.analysis import analyze
+    res = analyze([p2])
+    res.write(tmp_path / "o")
+    pdr = res.calls.set_index("metric").loc["PDR"]
     assert np.isnan(pdr["value"]) and "out of time order" in pdr["definition"]
 
 

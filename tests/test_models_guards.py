@@ -57,6 +57,11 @@ SPECS = {
     "traffic_requests_per_s": (M.traffic_requests_per_s,
                                dict(subscribers=3e5, erlang_per_sub=0.1, holding_s=180.0, reg_interval_s=3600.0),
                                ["subscribers", "erlang_per_sub", "holding_s", "reg_interval_s"]),
+    "servers_needed": (M.servers_needed, dict(subscribers=[3e5, 2e7], p=1, m=2, c11_cps=1000.0, headroom=0.8,
+                                              erlang_per_sub=0.1, holding_s=180.0, reg_interval_s=3600.0,
+                                              messages_per_call=6),
+                       ["subscribers", "p", "m", "c11_cps", "headroom", "erlang_per_sub", "holding_s",
+                        "reg_interval_s", "messages_per_call"]),
     "max_rate": (M.max_rate, dict(model_fn=lambda x: x / 1000.0, target_pdr=0.01, lo=0.0, hi=100.0),
                  ["target_pdr", "lo", "hi"]),
 }

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sipperf.cli import main
-from sipperf.commands import simulate as S
+from sipperf.sim import rundir as S
 
 BAD_ARGS = [
     ("--rate=nan", "--rate must be a finite number"),

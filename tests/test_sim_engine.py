@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sipperf.sim import scheduler as S
 from sipperf.sim.params import SchedParams
-from sipperf.sim.run import _arrays, _instants, run_workload, to_timeline
+from sipperf.sim.run import _instants, message_arrays, run_workload, to_timeline
 from sipperf.sim.calibration.validate import queue_only
 from sipperf.sim.workload import Workload
 
@@ -36,11 +36,11 @@ def _engine(t0_us, x_us: float, threads: int, cores: int, sched: SchedParams | N
 
 
 def _dep(kp) -> list[float]:
-    return _arrays(kp)["t_dep"].tolist()
+    return message_arrays(kp)["t_dep"].tolist()
 
 
 def _start(kp) -> list[float]:
-    return _arrays(kp)["t_start"].tolist()
+    return message_arrays(kp)["t_start"].tolist()
 
 
 @ENGINES
@@ -159,7 +159,7 @@ def test_engines_agree_message_by_message(kw):
     p = make_params(calls=700, **kw)
     a, _ = run_core(p, 11, "twin")
     b, _ = run_core(p, 11, "simpy")
-    oa, ob = _arrays(a)["outcome"], _arrays(b)["outcome"]
+    oa, ob = message_arrays(a)["outcome"], message_arrays(b)["outcome"]
     np.testing.assert_array_equal(oa, ob)
     for k in ("t_sockq", "t_sip_in", "t_sip_c", "t_sip_out", "t_dep"):
         np.testing.assert_allclose(_instants(a)[k], _instants(b)[k], rtol=0, atol=1e-6)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import SchedParams
-from sipperf.sim.run import _arrays, run_workload
+from sipperf.sim.run import message_arrays, run_workload
 from sipperf.sim.calibration.validate import queue_only
 from sipperf.sim.workload import Workload
 
@@ -53,10 +53,10 @@ CORE = [THETA, 0.0, 0.0, THETA, THETA, THETA, THETA, 0.0]
 def test_overhead_scope_by_hand(scope, expected, engine):
     kp = _run(scope, engine)
     assert kp.migrations == 2
-    assert _arrays(kp)["extra"].tolist() == expected
+    assert message_arrays(kp)["extra"].tolist() == expected
     # no queueing, no costs: each packet leaves 100 us + its overhead after it arrives
     t0 = kp.wl.t0_us
-    np.testing.assert_allclose(_arrays(kp)["t_dep"], t0 + 100.0 + np.array(expected), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(message_arrays(kp)["t_dep"], t0 + 100.0 + np.array(expected), rtol=0, atol=1e-9)
     if engine == "twin":
         assert [c.nthreads for c in kp.cores] == [1, 1, 2]
         if scope == "socket":   # the per-processor counts are kept only where they are used

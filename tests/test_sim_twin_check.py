@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from sipperf.sim.calibration.twin_check import GRID, METRICS, holm, run_case, twin_test
-from sipperf.figures.sim_figs import load_precomputed
+from sipperf.sim.precomputed import load_precomputed
 
 
 def test_holm_against_its_definition():

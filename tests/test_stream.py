@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sipperf.commands.analyze import analyze
+from sipperf.analysis import Analysis, analyze as _analyze
 from sipperf.ingest import capture_sets
 from sipperf.ingest.capture import compact
 from sipperf.analysis import stream
@@ -41,8 +41,15 @@ def _same_frame(a: pd.DataFrame, b: pd.DataFrame, what: str) -> None:
             assert both_nan or u == v, f"{what}: column {c} row {i}: {u!r} != {v!r}"
 
 
-def _in_memory(path: Path, tmp: Path) -> dict:
-    return analyze([path], tmp / "mem", figures=False, stream=False)
+def analyze(paths, out: Path, **kw) -> Analysis:
+    """:func:`sipperf.analysis.analyze` with its tables written into ``out`` (what the command does)."""
+    res = _analyze(paths, **kw)
+    res.write(out)
+    return res
+
+
+def _in_memory(path: Path, tmp: Path) -> Analysis:
+    return analyze([path], tmp / "mem", stream=False)
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -55,8 +62,8 @@ def test_streaming_equals_in_memory(name, tmp_path):
     if v.kind == "b2bua":
         with pytest.raises(stream.NotStreamable):
             stream.stream_capture([path], run_id=capture_stem(path), label=str(path), figures=False)
-        res = analyze([path], tmp_path / "s", figures=False, stream=True)  # falls back, says so
-        assert res["engine"] == "in memory"
+        res = analyze([path], tmp_path / "s", stream=True)  # falls back, says so
+        assert res.engine == "in memory"
         return
     # tiny chunks and batches, and a horizon just longer than the longest silence inside a
     # transaction of this capture: groups close while the capture is being read, none too early
@@ -70,13 +77,13 @@ def test_streaming_equals_in_memory(name, tmp_path):
     assert st["late_rows"] == 0 and st["closed_early_rows"] == 0
     if name in ("udp4.pcapng", "udp6.pcapng", "prack.pcapng", "hops2.pcapng"):
         assert st["batches"] > 2, "the test exercises the closing of groups batch by batch"
-    _same_frame(ref["components"], out.components, "components")
-    _same_frame(ref["calls"], out.calls, "calls")
-    _same_frame(ref["transactions"], out.transactions, "transactions")
-    _same_frame(ref["counts"], out.counts, "counts")
-    if ref["components_by_hop"] is not None:
-        _same_frame(ref["components_by_hop"], out.components_by_hop, "components_by_hop")
-    r = ref["report"].files[0]
+    _same_frame(ref.components, out.components, "components")
+    _same_frame(ref.calls, out.calls, "calls")
+    _same_frame(ref.transactions, out.transactions, "transactions")
+    _same_frame(ref.counts, out.counts, "counts")
+    if ref.components_by_hop is not None:
+        _same_frame(ref.components_by_hop, out.components_by_hop, "components_by_hop")
+    r = ref.report.files[0]
     for k in ("vantage", "messages_account"):
         assert json.dumps(r.details[k], sort_keys=True, default=str) == \
             json.dumps(out.report.details[k], sort_keys=True, default=str), k
@@ -91,8 +98,8 @@ def test_streamed_command_writes_the_same_files(name, tmp_path):
     and report.json differs only by the streaming engine's own section."""
     path = FIX / name
     _in_memory(path, tmp_path)
-    res = analyze([path], tmp_path / "str", figures=False, stream=True)
-    assert res["timeline"] is None and res["engine"].startswith("streaming")
+    res = analyze([path], tmp_path / "str", stream=True)
+    assert res.timeline is None and res.engine.startswith("streaming")
     for t in TABLES:
         assert (tmp_path / "mem" / t).read_bytes() == (tmp_path / "str" / t).read_bytes(), t
     a = json.loads((tmp_path / "mem" / "report.json").read_text())
@@ -119,7 +126,7 @@ def test_late_rows_are_counted_not_lost(tmp_path):
     assert acc["in_timeline"] + sum(acc["not_in_timeline"].values()) == acc["sip_messages"]
     assert out.report.balanced
     # the same messages, whatever their pairing
-    assert out.counts["messages"].sum() == ref["counts"]["messages"].sum()
+    assert out.counts["messages"].sum() == ref.counts["messages"].sum()
 
 
 def test_open_rows_are_bounded(tmp_path):
@@ -168,8 +175,8 @@ def test_capture_sets_groups_ring_buffer_names(tmp_path):
 
 
 def test_stream_falls_back_to_memory_for_several_captures(tmp_path):
-    res = analyze([FIX / "udp4.pcapng", FIX / "udp6.pcapng"], tmp_path / "o", stream=True, figures=False)
-    assert res["engine"] == "in memory" and res["timeline"] is not None
+    res = analyze([FIX / "udp4.pcapng", FIX / "udp6.pcapng"], tmp_path / "o", stream=True)
+    assert res.engine == "in memory" and res.timeline is not None
     assert json.loads((tmp_path / "o" / "report.json").read_text())["summary"]["files"][0].get("engine") is None
 
 
@@ -188,13 +195,13 @@ def test_fuzzed_captures_stream_like_in_memory(tmp_path):
         p = tmp_path / f"c{i}{c.suffix}"
         p.write_bytes(c.data)
         try:
-            ref = analyze([p], tmp_path / f"m{i}", figures=False, stream=False)
+            ref = analyze([p], tmp_path / f"m{i}", stream=False)
         except IngestError as e:
             ref = e
         except Exception:  # noqa: BLE001 - an in-memory crash is the fuzz test's finding, not this one's
             continue
         try:
-            got = analyze([p], tmp_path / f"s{i}", figures=False, stream=True)
+            got = analyze([p], tmp_path / f"s{i}", stream=True)
         except IngestError as e:
             got = e
         if isinstance(ref, IngestError) or isinstance(got, IngestError):
@@ -245,8 +252,8 @@ def test_ring_buffer_equals_the_merged_capture(name, n_files, engines, tmp_path)
     files = _ring(src, n_files, tmp_path / "ring")
     for eng in engines:
         kw = dict(stream=True, workers=0) if eng == "inline" else dict(workers=1, progress=False)
-        res = analyze([tmp_path / "ring"], tmp_path / eng, figures=False, **kw)
-        assert res["engine"] == f"streaming ({eng})"
+        res = analyze([tmp_path / "ring"], tmp_path / eng, **kw)
+        assert res.engine == f"streaming ({eng})"
         for t in TABLES:
             assert (tmp_path / "mem" / t).read_bytes() == (tmp_path / eng / t).read_bytes(), f"{eng}: {t}"
         rep = json.loads((tmp_path / eng / "report.json").read_text())

@@ -46,6 +46,9 @@ components.
 Beyond single cells: :func:`errata` (one row per root cause, with the symptoms it explains),
 :func:`text_claims` (numbers the thesis's prose states about its own tables) and
 :func:`recomputed_gains` (the baseline-vs-enhanced comparisons with every PDR recomputed).
+For the book's chapters 7–8: :func:`comparison` (a comparison table's "% lower" recomputed from
+its own row), :func:`comparison_from_counts` (the same from the counts of the measurement tables
+behind it) and :func:`highest_stable_load` (the highest printed load with PDR ≤ 1 %).
 """
 from __future__ import annotations
 
@@ -57,10 +60,11 @@ from sipperf.models.mg1 import alpha as alpha_fn
 from sipperf.models.mmck import mmck
 from sipperf.models.overhead import beta as beta_eq56
 
-__all__ = ["K_THESIS", "AUDIT_COLUMNS", "KINDS", "verdict", "arith_verdict", "audit", "summary", "headline",
+__all__ = ["K_THESIS", "K_STACK_US", "K_COPY_US", "KS_BASE_US", "K_SND_US", "AUDIT_COLUMNS", "KINDS", "verdict", "arith_verdict", "audit", "summary", "headline",
            "worst", "w_model_check", "md1_bound_check", "beta_check", "ex1_check", "model_vs_measured",
            "cross_table", "capacity_check", "implied_t_sip", "table_6_5_block", "text_claims",
-           "recomputed_gains", "errata"]
+           "recomputed_gains", "errata", "COMPARISON_SOURCES", "MEASURED_TABLES", "pdr_from_counts",
+           "comparison", "comparison_from_counts", "highest_stable_load", "thesis_breakdown"]
 
 K_THESIS = 200  #: socket-queue capacity (packets in system) used by Tables 5.1–5.6
 K_STACK_US = 2.4  #: Table 4.3 overall mean K_stack
@@ -74,8 +78,8 @@ AUDIT_COLUMNS = ["table", "row", "column", "quantity", "kind", "method", "publis
 KINDS = ("arithmetic", "model", "cross")
 _MEASURED_SPS = ["6.1", "6.2", "6.4", "6.5", "6.7", "6.8", "7.1", "7.2", "7.4", "7.5", "7.7", "7.8"]
 _COMPARISON = ["6.3", "6.6", "6.9", "7.3", "7.6", "7.9"]
-#: comparison table -> (baseline source table, enhanced source table)
-_COMPARISON_SOURCES = {"6.3": ("6.1", "6.2"), "6.6": ("6.4", "6.5"), "6.9": ("6.7", "6.8"),
+#: comparison table -> (baseline source table, enhanced source table), thesis ch. 6–7
+COMPARISON_SOURCES = {"6.3": ("6.1", "6.2"), "6.6": ("6.4", "6.5"), "6.9": ("6.7", "6.8"),
                        "7.3": ("7.1", "7.2"), "7.6": ("7.4", "7.5"), "7.9": ("7.7", "7.8")}
 _DROP_TABLES = ("5.2", "5.3", "5.4", "5.5", "5.6")
 
@@ -492,6 +496,33 @@ def implied_t_sip() -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def thesis_breakdown(arrivals: str = "poisson") -> pd.DataFrame:
+    """The mean time budget of a message in the proxy (µs) per call rate, rebuilt from the tables:
+    Table 4.1 (Poisson) or 4.2 (deterministic) for the overall K_rcv, Table 4.4 or 4.5 for α,
+    E[X] and the measured wait W = K^w_sockq, Table 4.3 for the overall K_stack, K^{s,base}_sockq
+    and K_snd at 1 call/s.  The thesis printed T_sip only in figures and never split T¹/T².
+
+    Columns: cps, lam_pps, alpha, k_stack, k_sockq_w, k_sockq_s, k_rcv, k_copy, ex_us, t_sip,
+    k_snd, sojourn.
+    """
+    t_rcv, t_mg1 = {"poisson": ("4.1", "4.4"), "deterministic": ("4.2", "4.5")}[arrivals]
+    t43 = thesis.wide("4.3").query("msg_type == 'all'").iloc[0]         # overall means at 1 call/s
+    m = thesis.wide(t_mg1).set_index("cps")                              # α, E[X], measured W
+    k_rcv = thesis.wide(t_rcv).query("msg_type == 'all'").set_index("cps")["k_rcv_us"]
+    b = pd.DataFrame({"cps": m.index.astype(int), "lam_pps": m["lam_pps"].to_numpy(),
+                      "alpha": m["alpha"].to_numpy()})
+    b["k_stack"] = t43["k_stack_us"]
+    b["k_sockq_w"] = m["w_measured_us"].to_numpy()                       # W = K^w_sockq
+    b["k_sockq_s"] = b["alpha"] * t43["k_sockq_s_base_us"]               # eq. 4.4
+    b["k_rcv"] = k_rcv.reindex(m.index).to_numpy()
+    b["k_copy"] = b["k_rcv"] - b["k_stack"] - b["k_sockq_w"] - b["k_sockq_s"]   # eq. 3.1
+    b["ex_us"] = m["ex_us"].to_numpy()
+    b["t_sip"] = b["ex_us"] - b["k_sockq_s"] - t43["k_snd_us"] - K_COPY_US      # eq. 4.1
+    b["k_snd"] = t43["k_snd_us"]
+    b["sojourn"] = b["k_rcv"] + b["t_sip"] + b["k_snd"]                  # t_dep − t_arr
+    return b
+
+
 def table_6_5_block() -> pd.DataFrame:
     """Table 6.5's 16-thread block (enhanced, 2 % threshold), cell by cell: the call rate its λ
     implies and where else each printed value appears (Table 6.2's 16-thread columns, Table 6.6's
@@ -566,12 +597,84 @@ def text_claims() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: measured-performance tables by (cores, scheduler mode): thesis ch. 6 (1 core, 1 % PDR) and ch. 7
+MEASURED_TABLES = {(1, "baseline"): "6.1", (1, "enhanced"): "6.2", (2, "baseline"): "7.1",
+                   (2, "enhanced"): "7.2", (4, "baseline"): "7.4", (4, "enhanced"): "7.5",
+                   (6, "baseline"): "7.7", (6, "enhanced"): "7.8"}
+
+
+def pdr_from_counts(w: pd.DataFrame) -> pd.Series:
+    """PDR of each row of a wide ch. 6/7 measurement table (:func:`sipperf.thesis.wide`) recomputed
+    from its counts: call-setup drops / call-setup messages, the ratio the printed PDR follows
+    (§6.2 defines it over all messages).  The printed PDR is rounded: Table 7.1 prints 0.0100 for
+    3364/335899 = 1.0015 %, the first load of that configuration above 1 % (bold in the thesis)."""
+    return w["call_setup_drops"] / w["call_setup_messages"]
+
+
+def comparison(tid: str) -> pd.DataFrame:
+    """Comparison table ``tid`` (6.3/6.6/6.9/7.3/7.6/7.9) with its "% lower" recomputed from the
+    baseline and enhanced values printed in the same row, 100·(baseline − enhanced)/baseline.
+
+    Columns: threads, cps, then for PDR and K_rcv (µs): ``<q> baseline``, ``<q> enhanced``,
+    ``<q> % lower, printed`` (NaN where the table prints none) and ``<q> % lower, recomputed``.
+    """
+    w = thesis.wide(tid).sort_values("threads").reset_index(drop=True)
+    out = pd.DataFrame({"threads": w["threads"].astype(int), "cps": w["cps"].astype(int)})
+    for q, label in (("pdr", "PDR"), ("k_rcv_us", "K_rcv (µs)")):
+        b, e = w[f"{q}_baseline"], w[f"{q}_enhanced"]
+        out[f"{label} baseline"] = b
+        out[f"{label} enhanced"] = e
+        pct = "pdr_pct_lower" if q == "pdr" else "k_rcv_pct_lower"
+        out[f"{label} % lower, printed"] = w[pct] if pct in w else np.nan
+        out[f"{label} % lower, recomputed"] = 100.0 * (b - e) / b
+    return out
+
+
+def comparison_from_counts(tid: str) -> pd.DataFrame:
+    """The PDR comparison of table ``tid`` recomputed from the drop and message counts of its two
+    measurement tables (:data:`COMPARISON_SOURCES`, :func:`pdr_from_counts`) at the same thread
+    count and call rate; NaN where a measurement table does not print that load.
+
+    Columns: threads, cps, ``PDR baseline`` / ``PDR enhanced`` (from counts) and
+    ``PDR % lower, from counts`` = 100·(baseline − enhanced)/baseline (negative: enhanced worse).
+    """
+    base_t, enh_t = COMPARISON_SOURCES[tid]
+    c = thesis.wide(tid).sort_values("threads").reset_index(drop=True)
+    out = pd.DataFrame({"threads": c["threads"].astype(int), "cps": c["cps"].astype(int)})
+    for label, t in (("baseline", base_t), ("enhanced", enh_t)):
+        w = thesis.wide(t)
+        pdr = pd.Series(pdr_from_counts(w).to_numpy(), index=pd.MultiIndex.from_arrays(
+            [w["threads"].astype(int), w["cps"].astype(int)]))
+        out[f"PDR {label}"] = [float(pdr.get((th, cp), np.nan)) for th, cp in zip(out["threads"], out["cps"])]
+    out["PDR % lower, from counts"] = 100.0 * (out["PDR baseline"] - out["PDR enhanced"]) / out["PDR baseline"]
+    return out
+
+
+def highest_stable_load(pdr_max: float = 0.01) -> pd.DataFrame:
+    """Highest printed call rate whose PDR, recomputed from the counts (:func:`pdr_from_counts`),
+    is ≤ ``pdr_max``, by cores, threads and scheduler mode (:data:`MEASURED_TABLES`).
+
+    Each table prints only the two loads around its 1 % crossing, so this is the last load below
+    the crossing (a lower bound on the true threshold, at 200 calls/s resolution).
+    Columns: cores, threads, baseline, enhanced (calls/s).
+    """
+    rows = []
+    for (cores, mode), tid in MEASURED_TABLES.items():
+        w = thesis.wide(tid)
+        ok = w[pdr_from_counts(w) <= pdr_max].groupby("threads")["cps"].max()
+        for th, cps in ok.items():
+            rows.append({"cores": cores, "threads": int(th), "mode": mode, "cps": int(cps)})
+    out = pd.DataFrame(rows).pivot_table(index=["cores", "threads"], columns="mode", values="cps")
+    out.columns.name = None
+    return out.reset_index()
+
+
 def recomputed_gains() -> pd.DataFrame:
     """The PDR comparisons of Tables 6.3–7.9 with each PDR recomputed as drops/messages from the
     measurement tables the comparison quotes (printed value kept where the configuration is not in
     them).  ``pct_lower_recomputed`` < 0 means the enhanced mode dropped *more* packets."""
     rows = []
-    for tid, (tb, te) in _COMPARISON_SOURCES.items():
+    for tid, (tb, te) in COMPARISON_SOURCES.items():
         comp = thesis.load_table(tid)
         srcs = {"baseline": thesis.wide(tb), "enhanced": thesis.wide(te)}
         for th in sorted(comp["threads"].dropna().unique()):

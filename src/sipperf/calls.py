@@ -69,7 +69,8 @@ and the response instant: the metrics are then exactly RFC 6076's, at the captur
 At a **B2BUA** the rows carry the caller leg's identity.  Responses that never left the proxy
 (dropped, or absorbed by the drop rule) never reached the caller and do not count.
 :func:`transactions` gives request -> response times per transaction type with retransmissions
-apart; :func:`message_counts` counts messages by method / status.
+apart; :func:`message_counts` counts messages by method / status.  :func:`complete_call` and
+:func:`call_messages` pick one call and list its six messages with their times in the proxy.
 
 Delays are reported in µs (count, mean, median, p99); ratios in % with the denominator as count;
 NaN when undefined.  Drafts of RFC 6076 also defined Hops-per-Request; the RFC no longer lists it
@@ -82,7 +83,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from sipperf.timeline import INSTANTS
+from sipperf.components import COMPONENTS
+from sipperf.timeline import CALL_FLOW, INSTANTS
 
 #: authentication challenges: not failures (RFC 6076 §4.2, §4.3.2)
 CHALLENGES: tuple[int, ...] = (401, 402, 407)
@@ -515,3 +517,43 @@ def message_counts_from(df: pd.DataFrame | None) -> pd.DataFrame:
         for c in piv.columns:
             out[c] = out[c].astype(int)
     return out.reset_index()
+
+
+def complete_call(timeline: pd.DataFrame) -> str:
+    """The Call-ID of the first call (by INVITE arrival) whose six call-flow messages all passed
+    the proxy with both ``t_arr`` and ``t_dep``; ``ValueError`` if there is none."""
+    tl = timeline[timeline["msg_type"].isin(CALL_FLOW) & timeline["t_arr"].notna()
+                  & timeline["t_dep"].notna()]
+    n = tl.groupby("call_id", observed=True)["msg_type"].nunique()
+    ok = n[n == len(CALL_FLOW)].index
+    if not len(ok):
+        raise ValueError("no call with all six messages relayed")
+    inv = tl[tl["call_id"].isin(ok) & (tl["msg_type"] == "INVITE")].sort_values("t_arr")
+    return str(inv["call_id"].iloc[0])
+
+
+def call_messages(timeline: pd.DataFrame, call_id: str) -> pd.DataFrame:
+    """The six call-flow messages of one call relayed by the proxy, in arrival order.
+
+    Columns: ``msg_type``, ``t_in_ms`` (``t_arr`` relative to the INVITE's ``t_arr``),
+    ``t_out_ms`` (``t_dep``, same origin), ``in_proxy_us`` (``t_dep - t_arr``) and every
+    component of :data:`sipperf.components.COMPONENTS` in µs (NaN where an instant is missing).
+    Rows the proxy originated (e.g. its 100 Trying) and types outside the six are left out;
+    ``KeyError`` if the call has none."""
+    tl = timeline[(timeline["call_id"] == call_id) & timeline["msg_type"].isin(CALL_FLOW)]
+    tl = tl[tl["t_arr"].notna()].sort_values("t_arr", kind="stable")
+    if tl.empty:
+        raise KeyError(f"no relayed call-flow messages for call {call_id!r}")
+    is_inv = tl["msg_type"] == "INVITE"
+    t0 = int(tl.loc[is_inv, "t_arr"].min()) if is_inv.any() else int(tl["t_arr"].min())
+
+    def ns(col: str) -> np.ndarray:
+        return tl[col].to_numpy(dtype="float64", na_value=np.nan)
+
+    out = pd.DataFrame({"msg_type": tl["msg_type"].astype(str).to_numpy(),
+                        "t_in_ms": (ns("t_arr") - t0) / 1e6,
+                        "t_out_ms": (ns("t_dep") - t0) / 1e6,
+                        "in_proxy_us": (ns("t_dep") - ns("t_arr")) / 1e3})
+    for name, (a, b) in COMPONENTS.items():
+        out[name] = (ns(a) - ns(b)) / 1e3
+    return out.reset_index(drop=True)

@@ -500,12 +500,14 @@ class FitFile:
     """A ``fit.json`` written by ``sipperf fit`` / ``sipperf report``, for ``sipperf model --fit``.
 
     ``ex1_us(λ)`` the one-worker service time, ``scv(λ)`` its SCV, ``beta(λ, c)`` (1 for one
-    worker; None when β was not fitted), ``k_pkts``, ``c11_cps``."""
+    worker; None when β was not fitted), ``service_us_c(λ, c)`` the service time of c workers,
+    ``k_pkts``, ``c11_cps`` (``c11()``: the same, or a ValueError when it was not fitted)."""
 
     def __init__(self, path) -> None:
         import json
         from pathlib import Path
 
+        self.path = path
         try:
             d = json.loads(Path(path).read_text())
         except (OSError, ValueError) as e:
@@ -539,6 +541,21 @@ class FitFile:
         b = self.beta_d
         val = b["c_coef"] * c + b["lam_coef"] * np.asarray(lam_pps, dtype=float) + b["const"]
         return np.where(c == 1, 1.0, val)
+
+    def service_us_c(self, lam_pps, c: int) -> np.ndarray:
+        """E[X_c] = β(λ, c)·c·E[X_1](λ) (thesis eq. 5.5), µs, at each λ; a ValueError when β was
+        not fitted and c > 1."""
+        lam = np.asarray(lam_pps, dtype=float)
+        b = self.beta(lam, c)
+        if b is None:
+            raise ValueError(f"--fit {self.path} has no fitted beta: it cannot give the service time of {c} threads")
+        return np.asarray(b * c * self.ex1_us(lam), dtype=float)
+
+    def c11(self) -> float:
+        """The fitted C_{1,1} (calls/s); a ValueError when no run set had a knee."""
+        if self.c11_cps is None:
+            raise ValueError(f"--fit {self.path} has no fitted C_1,1 (no run set with a knee)")
+        return float(self.c11_cps)
 
 
 def _point(runs: list[RunInput], msgs_per_call: float, default_k: float) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Output analysis: batch-means confidence intervals, MSER-5 warm-up truncation, percentiles.
+"""Output analysis: batch-means confidence intervals, MSER-5 warm-up truncation, percentiles, ECDFs.
 
 The thesis (seed 000, §4.2, §5.x) reports "the half-width of the 95% confidence interval
 around the overall mean" obtained with "the method of batch means" but does not say how it
@@ -118,3 +118,13 @@ def percentiles(x, q=(50, 90, 99)) -> np.ndarray:
     if not len(a):
         return np.full(np.shape(q), np.nan)
     return np.percentile(a, q)
+
+
+def ecdf_on_grid(x, grid) -> np.ndarray:
+    """Empirical CDF of the finite values of ``x`` evaluated on ``grid``: the fraction ≤ each grid
+    value (NaN everywhere if ``x`` has no finite value)."""
+    a = np.asarray(x, dtype="float64")
+    a = np.sort(a[np.isfinite(a)])
+    if not len(a):
+        return np.full(len(grid), np.nan)
+    return np.searchsorted(a, np.asarray(grid, dtype="float64"), side="right") / len(a)

@@ -28,9 +28,11 @@ from pathlib import Path
 import pandas as pd
 
 __all__ = ["datasets_dir", "list_tables", "load_table", "load_all", "table_meta", "wide",
-           "decimals", "KEY_COLUMNS"]
+           "decimals", "measured_drop_rates", "KEY_COLUMNS", "DROP_TABLES"]
 
 KEY_COLUMNS = ["msg_type", "arrivals", "mode", "cores", "threads", "cps", "pdr_threshold", "cpu"]
+#: the multi-thread tables of thesis ch. 5 (one core, Poisson calls; c = 1, 2, 4, 6, 8, 16 threads)
+DROP_TABLES = ("5.1", "5.2", "5.3", "5.4", "5.5", "5.6")
 _DTYPES = {"table": "string", "row": "string", "column": "string", "quantity": "string", "role": "string",
            "msg_type": "string", "arrivals": "string", "mode": "string", "cores": "Int64", "threads": "Int64",
            "cps": "Int64", "pdr_threshold": "float64", "cpu": "string", "value": "float64", "text": "string",
@@ -127,3 +129,18 @@ def decimals(text: str) -> int:
     """Digits after the decimal point in a printed number ("0.0110" -> 4, "372" -> 0)."""
     t = str(text).replace("%", "").replace("*", "").replace(",", "").strip()
     return len(t.split(".", 1)[1]) if "." in t else 0
+
+
+def measured_drop_rates() -> pd.DataFrame:
+    """The measured packet drop rate of Tables 5.1–5.6 (thesis §5.3), RCVErrors / TotalMessages,
+    recomputed from the printed counts (the printed ``drop_rate`` column is rounded).
+
+    One row per printed call rate; columns ``table``, ``threads``, ``cps``, ``drop_rate``;
+    sorted by thread count, then call rate."""
+    frames = []
+    for tid in DROP_TABLES:
+        w = wide(tid).sort_values("cps")
+        frames.append(pd.DataFrame({"table": tid, "threads": w["threads"].astype(int).to_numpy(),
+                                    "cps": w["cps"].astype(int).to_numpy(),
+                                    "drop_rate": (w["rcv_errors"] / w["total_messages"]).to_numpy(float)}))
+    return pd.concat(frames, ignore_index=True).sort_values(["threads", "cps"], ignore_index=True)

@@ -613,7 +613,7 @@ def _hop_values(acc: _HopAcc) -> dict[str, np.ndarray]:
 
 def _ci_order(first: np.ndarray, hop_i: np.ndarray, seq: np.ndarray) -> np.ndarray:
     """analyze's order for the batch means: a stable sort of the timeline rows (hop, then
-    first instant, frame) by the first instant as float64 (analyze._order_key)."""
+    first instant, frame) by the first instant as float64 (:func:`sipperf.analysis.result.order_key`)."""
     return np.lexsort((seq, first, hop_i, first.astype(np.float64)))
 
 

@@ -11,23 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 
 
 def _run(a: argparse.Namespace) -> int:
-    from sipperf.commands.report import _safe, check_options
-    from sipperf.report.build import build_report, fit_json
+    from sipperf.report import fit_summary
+    from sipperf.report.options import build_options, printable as _safe
     from sipperf.timeline import IngestError
 
     try:
-        check_options(a)
-        with tempfile.TemporaryDirectory(prefix="sipperf-fit-") as tmp:
-            rep = build_report(a.paths, tmp, group_by=a.group_by, proxy=a.proxy, strict=a.strict,
-                               offered=a.offered, threads=a.threads, cores=a.cores, processors=a.processors,
-                               buffer_pkts=a.buffer_pkts, n_boot=a.bootstrap, seed=a.seed, html=False,
-                               n_slowest=0)
-        d = fit_json(rep)
-        d["verdict"] = rep.verdict
+        d = fit_summary(a.paths, **build_options(a))
         text = json.dumps(d, indent=2, default=str)
         if a.out:
             try:
@@ -53,7 +45,7 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from sipperf.commands.report import add_run_options
+    from sipperf.report.options import add_run_options
 
     p = sub.add_parser("fit", help="fit service demand, alpha, beta and C_{1,1} to your runs (JSON)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,36 +1,16 @@
-"""``sipperf info``: versions and what this machine offers the lab (tshark, kamailio, sipp, tracefs)."""
+"""``sipperf info``: versions and what this machine offers the lab (tshark, kamailio, sipp, tracefs).
+
+The library behind it: :func:`sipperf.lab.machine.machine_info`.
+"""
 from __future__ import annotations
 
 import argparse
 import json
-import platform
-import shutil
-import sys
-
-
-def machine_info() -> dict:
-    import os
-
-    import numpy
-    import pandas
-
-    from sipperf import __version__
-
-    tools = {t: shutil.which(t) for t in ("tshark", "kamailio", "sipp", "bpftrace", "chromium")}
-    return {
-        "sipperf": __version__,
-        "python": sys.version.split()[0],
-        "numpy": numpy.__version__,
-        "pandas": pandas.__version__,
-        "kernel": platform.release(),
-        "cpus": os.cpu_count(),
-        "tools": tools,
-        "tracefs": os.path.isdir("/sys/kernel/tracing/events"),
-        "root": hasattr(os, "geteuid") and os.geteuid() == 0,
-    }
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sipperf.lab.machine import machine_info
+
     print(json.dumps(machine_info(), indent=2))
     return 0
 

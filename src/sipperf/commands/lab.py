@@ -6,7 +6,8 @@ that ``sipperf.ingest.lab_runs.run.read_run`` (and ``sipperf analyze DIR``) turn
 ``sipperf lab join DIR`` writes that timeline next to the run (``timeline.parquet``).
 ``sipperf lab knobs`` tests every scheduler knob this machine exposes (read, write, read back,
 restore); ``sipperf lab machine`` describes the machine and how busy it is; ``sipperf lab
-restore`` puts back any knob an interrupted run left changed.
+restore`` puts back any knob an interrupted run left changed.  The library behind it:
+:mod:`sipperf.lab` (:mod:`sipperf.lab.summary`: what these commands print).
 """
 from __future__ import annotations
 
@@ -18,59 +19,29 @@ from pathlib import Path
 def _run(args: argparse.Namespace) -> int:
     from sipperf.lab.procs import exit_on_sigterm
     from sipperf.lab.run import LabConfig, run_lab
+    from sipperf.lab.summary import join_run, run_summary, tuning_from_options
 
     exit_on_sigterm()
-
-    tuning = None
-    if any(x is not None for x in (args.policy, args.nice, args.slice_us, args.cgroup_weight)) or args.knob:
-        files = {}
-        for kv in args.knob or []:
-            if "=" not in kv:
-                print(f"sipperf lab run: --knob wants FILE=VALUE, not {kv!r}")
-                return 2
-            k, v = kv.split("=", 1)
-            files[k] = v
-        tuning = {"name": args.tuning_name or "cli", "policy": args.policy or "other",
-                  "priority": args.priority, "nice": args.nice or 0, "slice_us": args.slice_us,
-                  "cgroup_weight": args.cgroup_weight, "files": files}
-    cfg = LabConfig(
-        rate_cps=args.rate, calls=args.calls, workers=args.workers, arrivals=args.arrivals,
-        sched=args.sched, tracer=args.tracer, tracer_cpu=args.tracer_cpu, hold_ms=args.hold_ms,
-        seed=args.seed, proxy_port=args.proxy_port, uas_port=args.uas_port,
-        uac_port=args.uac_port, max_seconds=args.max_seconds,
-        retransmissions=not args.no_retransmissions, guard=args.guard, guard_cps=args.guard_cps,
-        absorb_early=args.guard != "none", tuning=tuning, background_hogs=args.hogs,
-    )
     try:
+        tuning = tuning_from_options(policy=args.policy, priority=args.priority, nice=args.nice,
+                                     slice_us=args.slice_us, cgroup_weight=args.cgroup_weight, knobs=args.knob,
+                                     name=args.tuning_name)
+        cfg = LabConfig(
+            rate_cps=args.rate, calls=args.calls, workers=args.workers, arrivals=args.arrivals,
+            sched=args.sched, tracer=args.tracer, tracer_cpu=args.tracer_cpu, hold_ms=args.hold_ms,
+            seed=args.seed, proxy_port=args.proxy_port, uas_port=args.uas_port,
+            uac_port=args.uac_port, max_seconds=args.max_seconds,
+            retransmissions=not args.no_retransmissions, guard=args.guard, guard_cps=args.guard_cps,
+            absorb_early=args.guard != "none", tuning=tuning, background_hogs=args.hogs,
+        )
         cfg.validate()
     except ValueError as e:
         print(f"sipperf lab run: {e}")
         return 2
     out = run_lab(cfg, Path(args.out))
-    meta = json.loads((out / "meta.json").read_text())
-    st = meta.get("sipp_stats", {})
-    print(json.dumps({
-        "run_dir": str(out),
-        "successful_calls": st.get("SuccessfulCall(C)"),
-        "failed_calls": st.get("FailedCall(C)"),
-        "rcvbuf_errors": meta["udp_snmp_delta"].get("RcvbufErrors"),
-        "proxy_socket_drops": meta.get("proxy_socket", {}).get("drops"),
-        "other_processes_cpu": meta.get("load_samples", {}).get("foreign_mean"),
-        "machine_busy": meta.get("load_samples", {}).get("busy"),
-        "skipped": meta["skipped"],
-    }, indent=2))
+    print(json.dumps(run_summary(out), indent=2))
     if args.join:
-        return _join_dir(out)
-    return 0
-
-
-def _join_dir(run_dir: Path) -> int:
-    from sipperf.ingest.lab_runs.run import read_run
-
-    tl, report = read_run(run_dir)
-    tl.to_parquet(Path(run_dir) / "timeline.parquet", index=False)
-    (Path(run_dir) / "ingest_report.json").write_text(report.to_json())
-    print(report)
+        print(join_run(out))
     return 0
 
 
@@ -78,6 +49,7 @@ def _knobs(args: argparse.Namespace) -> int:
     import os
 
     from sipperf.lab import knobs
+    from sipperf.lab.summary import knobs_lines
 
     if os.geteuid() != 0:
         print("sipperf lab knobs: needs root (it writes each knob and restores it)")
@@ -85,46 +57,33 @@ def _knobs(args: argparse.Namespace) -> int:
     table = knobs.probe(kamailio=not args.no_kamailio)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1, default=str))
-    for group in ("proc_sys", "proc_sys_extra", "debugfs", "per_process", "cgroup", "kamailio"):
-        print(f"== {group}")
-        for r in table.get(group, []):
-            state = ("writable" if r.get("writable") else "refused" if r.get("writable") is False
-                     else "exists" if r.get("exists") else "absent")
-            err = r.get("write_error") or r.get("read_error") or r.get("parser") or r.get("note") or ""
-            rest = f"restored={r['restored']}" if "restored" in r else ""
-            print(f"  {r['knob']:45s} {state:9s} {rest:15s} {err}")
-    print("== the thesis's CFS knobs")
-    for r in table["thesis"]:
-        where = ("/proc/sys/kernel" if r["in_proc_sys"] else
-                 f"debugfs {r['debugfs_name']} ({r['debugfs_error'] or 'ok'})" if r["in_debugfs"] else "gone")
-        print(f"  {r['knob']:30s} {where:45s} {r['history']}")
+    print("\n".join(knobs_lines(table)))
     return 0
 
 
 def _machine(args: argparse.Namespace) -> int:
     from sipperf.lab import machine
 
-    d = {"machine": machine.describe(), "idle_check": machine.idle_check(args.seconds)}
-    print(json.dumps(d, indent=1, default=str))
+    print(json.dumps({"machine": machine.describe(), "idle_check": machine.idle_check(args.seconds)}, indent=1,
+                     default=str))
     return 0
 
 
 def _restore(args: argparse.Namespace) -> int:
     from sipperf.lab import knobs
+    from sipperf.lab.summary import restore_lines
 
     done = knobs.restore_pending()
-    for r in done:
-        print(f"{r.get('kind')} {r.get('path')}: restored={r.get('restored')} {r.get('error', '')}")
-    if not done:
-        print(f"nothing to restore ({knobs.RESTORE_LOG})")
+    print("\n".join(restore_lines(done, knobs.RESTORE_LOG)))
     return 0 if all(r.get("restored") for r in done) else 1
 
 
 def _join(args: argparse.Namespace) -> int:
-    rc = 0
+    from sipperf.lab.summary import join_run
+
     for d in args.run_dirs:
-        rc |= _join_dir(Path(d))
-    return rc
+        print(join_run(Path(d)))
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:

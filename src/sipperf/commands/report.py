@@ -20,63 +20,21 @@ position); never a Python traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-
-
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``report`` and ``fit``."""
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories, any mix of formats")
-    p.add_argument("--group-by", default="auto", metavar="RULE",
-                   help="auto | file | dir | none | regex:PATTERN | gap:SECONDS (default auto)")
-    p.add_argument("--proxy", default=None, help="proxy ip:port for captures (default: found from the traffic)")
-    p.add_argument("--strict", action="store_true", help="fail on the first skipped record or unreadable input")
-    p.add_argument("--offered", type=int, default=None, help="messages offered per run (PDR denominator)")
-    p.add_argument("--threads", type=int, default=None, help="worker threads c of every run (default: from run "
-                                                                  "metadata, else 1)")
-    p.add_argument("--cores", type=int, default=None, help="cores m of the proxy's machine (capacity rule)")
-    p.add_argument("--processors", type=int, default=None, help="processors p of the machine (default 1)")
-    p.add_argument("--buffer-pkts", type=float, default=None,
-                   help="socket-queue capacity K in packets (default: what drops show, else 200)")
-    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the 95 %% intervals")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-
-
-def check_options(a: argparse.Namespace) -> None:
-    for name in ("threads", "cores", "processors"):
-        v = getattr(a, name)
-        if v is not None and not 1 <= v <= 4096:
-            raise ValueError(f"--{name} must be between 1 and 4096, not {v}")
-    if a.buffer_pkts is not None and not (1 <= a.buffer_pkts <= 1e7):
-        raise ValueError(f"--buffer-pkts must be between 1 and 1e7, not {a.buffer_pkts}")
-    if not 0 <= a.bootstrap <= 10000:
-        raise ValueError(f"--bootstrap must be between 0 and 10000, not {a.bootstrap}")
-    if a.proxy is not None:
-        from sipperf.ingest.pairing.vantage import parse_proxies
-        from sipperf.timeline import IngestError
-
-        try:
-            parse_proxies(a.proxy)
-        except ValueError as e:
-            raise IngestError("--proxy", repr(a.proxy), f"unusable proxy address: {e}") from None
-
-
-def _safe(s: str) -> str:
-    enc = getattr(sys.stdout, "encoding", None) or "utf-8"
-    return s.encode(enc, "backslashreplace").decode(enc, "replace")
 
 
 def _run(a: argparse.Namespace) -> int:
     from sipperf.ingest.paths import display_path
     from sipperf.report import build_report
+    from sipperf.report.options import build_options, printable as _safe
     from sipperf.timeline import IngestError
 
     try:
-        check_options(a)
+        options = build_options(a)
         if getattr(a, "slowest", 0) < 0:
             raise ValueError(f"--slowest must be >= 0, not {a.slowest}")
-        rep = build_report(a.paths, a.out, group_by=a.group_by, proxy=a.proxy, strict=a.strict, offered=a.offered,
-                           threads=a.threads, cores=a.cores, processors=a.processors, buffer_pkts=a.buffer_pkts,
-                           n_slowest=a.slowest, n_boot=a.bootstrap, seed=a.seed, title=a.title)
+        rep = build_report(a.paths, a.out, n_slowest=a.slowest, title=a.title, **options)
     except IngestError as e:
         print(_safe(f"sipperf report: unusable input: {e}"), file=sys.stderr)
         return 2
@@ -98,14 +56,14 @@ def _run(a: argparse.Namespace) -> int:
         print(_safe(f"report: {display_path(rep.html)}" if rep.html else ""))
         sys.stdout.flush()
     except BrokenPipeError:
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from sipperf.report.options import add_run_options
+
     p = sub.add_parser("report", help="HTML report, runs side by side, fitted models and a verdict",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)

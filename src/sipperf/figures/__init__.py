@@ -1,11 +1,11 @@
-"""Figure and small computation helpers for the book's chapters 1–3 and 10.
+"""Drawing code for the book's chapters: matplotlib helpers that only draw.
 
-One module per topic; every function is pure (returns data or draws on a given matplotlib
-axis) so that chapters stay short:
+Every number a figure shows is computed by the chapter with the library's public API
+(:mod:`sipperf.models`, :mod:`sipperf.thesis`, :mod:`sipperf.audit`, :mod:`sipperf.sim`, ...);
+these modules only lay it out on an axis:
 
-* :mod:`.ladder` — the six-message call flow through the proxy and its sequence diagram (ch. 1)
-* :mod:`.kernel_path` — the seven instants, the time components from the thesis tables,
-  interrupts per packet (ch. 2)
-* :mod:`.observer` — the observer effect of tracing on the M/G/1 wait (ch. 3)
-* :mod:`.beyond_udp` — TCP connection memory and process models as queues (ch. 10)
+* :mod:`.ladder` — the ladder diagram of the six-message call flow (ch. 1)
+* :mod:`.kernel_path` — the seven instants of the kernel path and the components between them (ch. 2)
+* :mod:`.ingest_figs` — one measured call as a ladder diagram (ch. 4)
+* :mod:`.analysis_figs` — the quick-look figures of ``sipperf analyze``
 """

@@ -1,4 +1,4 @@
-"""The thesis call flow (seed 000 Fig. 2.2; RFC 3261) and its ladder (sequence) diagram.
+"""The ladder (sequence) diagram of the thesis call flow (seed 000 Fig. 2.2; RFC 3261).
 
 A call through a record-routing proxy produces six SIP messages, each of which crosses the
 proxy once (in on one side, out on the other): INVITE, 180 Ringing, 200 OK (INVITE), ACK,
@@ -6,11 +6,9 @@ BYE, 200 OK (BYE).  The message-type names are those of :data:`sipperf.timeline.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sipperf.timeline import CALL_FLOW
 
-__all__ = ["Hop", "call_flow", "proxy_packet_rates", "draw_ladder", "LABELS"]
+__all__ = ["draw_ladder", "LABELS"]
 
 #: printed label of each message type
 LABELS: dict[str, str] = {
@@ -20,41 +18,6 @@ LABELS: dict[str, str] = {
 #: who sends each message type: requests from the caller (UAC), responses from the callee (UAS)
 _SENDER: dict[str, str] = {"INVITE": "UAC", "180": "UAS", "200-INVITE": "UAS",
                            "ACK": "UAC", "BYE": "UAC", "200-BYE": "UAS"}
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One message on one link: ``src`` -> ``dst`` (``UAC``, ``Proxy`` or ``UAS``)."""
-
-    msg_type: str
-    src: str
-    dst: str
-
-    @property
-    def label(self) -> str:
-        return LABELS[self.msg_type]
-
-
-def call_flow() -> list[Hop]:
-    """The 12 hops of one call: every message of :data:`CALL_FLOW` enters and leaves the proxy."""
-    hops: list[Hop] = []
-    for m in CALL_FLOW:
-        a = _SENDER[m]
-        b = "UAS" if a == "UAC" else "UAC"
-        hops += [Hop(m, a, "Proxy"), Hop(m, "Proxy", b)]
-    return hops
-
-
-def proxy_packet_rates(cps: float, sizes_b: dict[str, float] | None = None) -> dict[str, float]:
-    """Packets per second *into* the proxy per message type at ``cps`` calls/s (one of each per call),
-    plus ``"total_pps"`` and, if ``sizes_b`` (message type -> bytes) is given, ``"total_Bps"``."""
-    if not (cps >= 0):
-        raise ValueError("cps must be >= 0")
-    out = {m: float(cps) for m in CALL_FLOW}
-    out["total_pps"] = float(cps) * len(CALL_FLOW)
-    if sizes_b is not None:
-        out["total_Bps"] = float(cps) * float(sum(sizes_b[m] for m in CALL_FLOW))
-    return out
 
 
 def draw_ladder(ax=None, *, proxy_us: dict[str, float] | None = None, hold_gap: float = 1.2,

@@ -169,6 +169,31 @@ def describe() -> dict:
     }
 
 
+def machine_info() -> dict:
+    """What ``sipperf info`` prints: the versions of sipperf, Python, NumPy and pandas, the
+    kernel, the CPU count, where the lab's tools are (tshark, kamailio, sipp, bpftrace,
+    chromium; None when absent), whether tracefs is there and whether we are root."""
+    import sys
+
+    import numpy
+    import pandas
+
+    from sipperf import __version__
+
+    tools = {t: shutil.which(t) for t in ("tshark", "kamailio", "sipp", "bpftrace", "chromium")}
+    return {
+        "sipperf": __version__,
+        "python": sys.version.split()[0],
+        "numpy": numpy.__version__,
+        "pandas": pandas.__version__,
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "tools": tools,
+        "tracefs": os.path.isdir("/sys/kernel/tracing/events"),
+        "root": hasattr(os, "geteuid") and os.geteuid() == 0,
+    }
+
+
 # ---- load -------------------------------------------------------------------------------------
 
 def _cpu_jiffies() -> dict[str, int]:

@@ -8,11 +8,16 @@
 * :mod:`.operational` — utilisation, Little's and service-demand laws, PASTA check on measured intervals
 * :mod:`.mgck` — two-moment M/G/c/K correction (validated by :mod:`.mgck_sim`)
 * :mod:`.scheduler` — CFS baseline/enhanced recipes (ch. 6–7) and the EEVDF mapping
-* :mod:`.capacity` — C_{p,m} = T_{p,m}·C_{1,1} (eq. 7.1; m cores, p processors), traffic model, max-rate search
+* :mod:`.capacity` — C_{p,m} = T_{p,m}·C_{1,1} (eq. 7.1; m cores, p processors), traffic model, servers
+  needed, max-rate search
+* :mod:`.tcp` — TCP connection memory and sustainable rates of seed ``tcp`` (ch. 10)
+* :mod:`.process_models` — CPU cost and latencies of the process-model prototypes, seed ``process_models`` (ch. 10)
 """
 from sipperf.models.birth_death import BirthDeathResult, birth_death, slow_server_rates, work_conserving_rates
 from sipperf.models.kingman import implied_ca2, kingman_bound, kingman_wait, lindley_waits
-from sipperf.models.capacity import TrafficLoad, capacity, max_rate, threads_for_capacity, traffic_requests_per_s
+from sipperf.models.capacity import (
+    TrafficLoad, capacity, max_rate, servers_needed, threads_for_capacity, traffic_requests_per_s,
+)
 from sipperf.models.mg1 import (
     ALPHA_BREAKPOINTS, MESSAGE_TYPES, TABLE_4_3, MG1Result, ServiceMix, ThesisMG1Result, alpha, mg1_wait,
     mixture_moments, pps_from_cps, thesis_implied_inputs, thesis_mg1,
@@ -35,7 +40,7 @@ __all__ = [
     "BETA_COEFFS", "beta", "service_time_c", "thesis_drop_probability",
     "MGcKResult", "effective_capacity", "mgck", "SimResult", "simulate_mgck",
     "CfsRecipe", "KnobMapping", "baseline_recipe", "eevdf_mapping", "enhanced_recipe", "min_granularity_ns",
-    "TrafficLoad", "capacity", "max_rate", "threads_for_capacity", "traffic_requests_per_s",
+    "TrafficLoad", "capacity", "max_rate", "servers_needed", "threads_for_capacity", "traffic_requests_per_s",
     "BirthDeathResult", "birth_death", "slow_server_rates", "work_conserving_rates",
     "implied_ca2", "kingman_bound", "kingman_wait", "lindley_waits",
     "busy_at", "busy_fraction", "interarrival_scv", "merge_intervals", "service_demand", "time_average_count",

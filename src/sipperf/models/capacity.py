@@ -23,9 +23,11 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from sipperf.models._guard import count, finite
 
-__all__ = ["threads_for_capacity", "capacity", "TrafficLoad", "traffic_requests_per_s", "max_rate"]
+__all__ = ["threads_for_capacity", "capacity", "TrafficLoad", "traffic_requests_per_s", "servers_needed", "max_rate"]
 
 
 def threads_for_capacity(p: int, m: int) -> int:
@@ -81,6 +83,32 @@ def traffic_requests_per_s(subscribers: float, erlang_per_sub: float, holding_s:
     return TrafficLoad(registrations_per_s=reg, calls_per_s=calls, call_requests_per_s=creq,
                        requests_per_s=reg + creq, registration_bhca=reg * 3600.0, call_bhca=calls * 3600.0,
                        packets_per_s=calls * messages_per_call + reg * messages_per_registration)
+
+
+def servers_needed(subscribers: float | np.ndarray, p: int, m: int, *, c11_cps: float = 1000.0,
+                   headroom: float = 0.8, erlang_per_sub: float = 0.1, holding_s: float = 180.0,
+                   reg_interval_s: float = 3600.0, messages_per_call: int = 6) -> np.ndarray:
+    """Servers with m cores on p processors needed for a subscriber population (NaN if p > m).
+
+    The offered SIP messages/s of :func:`traffic_requests_per_s` (seed ``tcp``) in *call
+    equivalents* (messages / ``messages_per_call``: every message costs the proxy the same),
+    divided by the usable capacity ``headroom`` × C_{p,m} (eq. 7.1) of one server, rounded up.
+    ``subscribers`` is a scalar or an array; returns a float array of the same length.
+    """
+    subs = np.atleast_1d(finite("subscribers", subscribers, ge=0))
+    p, m = count("processors p", p), count("cores m", m)
+    messages_per_call = count("messages_per_call", messages_per_call)
+    finite("c11_cps", c11_cps, gt=0), finite("headroom", headroom, gt=0)
+    finite("erlang_per_sub", erlang_per_sub, ge=0), finite("holding_s", holding_s, gt=0)
+    finite("reg_interval_s", reg_interval_s, gt=0)
+    if p > m:
+        return np.full(subs.shape, np.nan)
+    cap = headroom * capacity(p, m, c11_cps)
+    out = np.empty(subs.shape)
+    for i, s in enumerate(subs):
+        load = traffic_requests_per_s(s, erlang_per_sub, holding_s, reg_interval_s)
+        out[i] = math.ceil(load.packets_per_s / messages_per_call / cap) if s > 0 else 0
+    return out
 
 
 def max_rate(model_fn: Callable[[float], float], target_pdr: float, lo: float, hi: float, *,

@@ -1,9 +1,10 @@
 """``build_report(paths, out)``: read the inputs run by run, measure each, fit the models, write
 the CSVs, the JSON and the self-contained HTML report.
 
-Each run is read with :func:`sipperf.commands.analyze.analyze` (so its ``DIR/runs/<run>/`` holds
-exactly what ``sipperf analyze`` writes), measured (:func:`sipperf.report.runs.measure`) and
-fitted together with the others (:func:`sipperf.fit.fit_all`).  Top level of ``DIR``:
+Each run is read with :func:`sipperf.analysis.analyze` and its tables written with
+``Analysis.write`` (so its ``DIR/runs/<run>/`` holds what ``sipperf analyze`` writes, figures
+apart), measured (:func:`sipperf.report.runs.measure`) and fitted together with the others
+(:func:`sipperf.fit.fit_all`).  Top level of ``DIR``:
 
 * ``index.html`` -- the report (plotly.js inlined: opens from disk, offline);
 * ``runs.csv`` -- one row per run: rates, steady window, Q, PDR, SCV, utilisation, predictions;
@@ -24,49 +25,22 @@ import json
 import math
 import re
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sipperf.report.runs import RunMeasure, group_inputs, measure, parse_gap, run_meta, split_timeline
+from sipperf.report.result import Report, RunResult, clean, fit_json, runs_table
+from sipperf.report.runs import group_inputs, measure, parse_gap, run_meta, split_timeline
 
-__all__ = ["RunResult", "Report", "build_report", "fit_runs", "out_dir"]
-
-
-@dataclass
-class RunResult:
-    label: str
-    paths: list[str]
-    timeline: pd.DataFrame
-    account: Any
-    tables: dict[str, pd.DataFrame]
-    meta: dict[str, Any]
-    measure: RunMeasure | None
-    error: str = ""
-    out: Path | None = None
-
-
-@dataclass
-class Report:
-    runs: list[RunResult]
-    failed: list[dict]
-    ignored: list[dict]
-    fit: Any
-    fit_error: str
-    verdict: dict[str, Any]
-    msgs_per_call: float
-    files: list[Path] = field(default_factory=list)
-    html: Path | None = None
-    title: str = ""
+__all__ = ["build_report", "fit_runs", "fit_summary", "out_dir"]
 
 
 def out_dir(path) -> Path:
     """Create ``path`` and prove it is writable (an IngestError naming it otherwise): the same
     check as ``sipperf analyze --out``."""
-    from sipperf.commands.analyze import prepare_out_dir
+    from sipperf.analysis import prepare_out_dir
 
     return prepare_out_dir(path)
 
@@ -95,7 +69,7 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
                  n_boot: int = 200, seed: int = 0, html: bool = True, title: str | None = None) -> Report:
     """Everything ``sipperf report`` does (see the module docstring); returns the :class:`Report`."""
     from sipperf import fit as fitmod
-    from sipperf.commands.analyze import analyze
+    from sipperf.analysis import analyze
     from sipperf.ingest.paths import display_path
     from sipperf.timeline import IngestError
 
@@ -130,7 +104,8 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         tmp = None
         try:
             target = out / "runs" / safe
-            res = analyze(g.paths, target, proxy=proxy, strict=strict, offered=offered, figures=False)
+            res = analyze(g.paths, proxy=proxy, strict=strict, offered=offered)
+            res.write(target)
         except IngestError as e:
             if strict or (len(groups) == 1 and not runs):
                 raise
@@ -141,11 +116,12 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         for k, v in (("threads", threads), ("cores", cores), ("processors", processors), ("k_pkts", buffer_pkts)):
             if v is not None:
                 meta[k] = v
-        parts = split_timeline(res["timeline"], g.label, gap,
+        parts = split_timeline(res.timeline, g.label, gap,
                                by_run_id=(group_by or "auto") in ("auto", "file") and len(g.paths) == 1)
         if len(parts) == 1:
-            runs.append(RunResult(g.label if parts[0][0] == g.label else parts[0][0], g.paths, res["timeline"],
-                                  res["report"], {k: res[k] for k in ("components", "calls", "transactions", "counts")},
+            runs.append(RunResult(g.label if parts[0][0] == g.label else parts[0][0], g.paths, res.timeline,
+                                  res.report, {k: getattr(res, k) for k in ("components", "calls", "transactions",
+                                                                            "counts")},
                                   meta, None, out=target))
         else:
             shutil.rmtree(target, ignore_errors=True)
@@ -154,7 +130,7 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
                 while s2 in used:
                     s2 += "_"
                 used.add(s2)
-                runs.append(RunResult(lab, g.paths, tl, res["report"], _tables(tl, out / "runs" / s2, offered),
+                runs.append(RunResult(lab, g.paths, tl, res.report, _tables(tl, out / "runs" / s2, offered),
                                       meta, None, out=out / "runs" / s2))
     if not runs:
         raise IngestError(";".join(display_path(p) for p in paths), "input",
@@ -231,75 +207,18 @@ def fit_runs(paths, *, n_boot: int = 0, seed: int = 0, **meta_over):
     return fitmod.fit_all(inputs, msgs_per_call=float(np.median(ratio)) if ratio else 6.0, n_boot=n_boot, seed=seed)
 
 
-def runs_table(rep: Report) -> pd.DataFrame:
-    """One row per run: what was measured and what the models say about it."""
-    per = {d["run"]: d for d in (rep.fit.per_run if rep.fit else [])}
-    rows = []
-    for r in rep.runs:
-        m = r.measure
-        d: dict[str, Any] = {"run": r.label, "inputs": ";".join(r.paths), "error": r.error}
-        if m is not None:
-            d.update({"vantage": m.vantage, "tracepoints": m.tracepoints, "messages": m.n_messages,
-                      "calls": m.calls, "threads": m.fit_input.threads, "duration_s": m.duration_s,
-                      "warmup_messages": m.warmup_n, "warmup_s": m.warmup_s, "steady_messages": m.steady_n,
-                      "window_s": m.window_s, "rate_cps": m.lam_cps, "offered_cps": r.meta.get("offered_cps"),
-                      "rate_pps": m.lam_pps, "calls_ca2": m.ca2, "messages_ca2": m.ca2_msgs,
-                      "q_kind": m.fit_input.q_kind, "q_mean_us": m.fit_input.q_mean_us,
-                      "q_ci95_us": 1.96 * m.fit_input.q_se_us, "sojourn_p50_us": _comp(m, "sojourn", "median_us"),
-                      "sojourn_mean_us": _comp(m, "sojourn", "mean_us"),
-                      "sojourn_ci95_us": _comp(m, "sojourn", "ci95_hw_us"),
-                      "sojourn_p99_us": _comp(m, "sojourn", "p99_us"), "pdr_percent": 100 * m.pdr,
-                      "pdr_ci95_percent": 100 * m.pdr_ci95, "dropped": m.dropped,
-                      "retransmissions": m.retransmissions, "warnings": len(m.warnings)})
-        p = per.get(r.label)
-        if p:
-            for k in ("rho", "rho_run", "ex_us", "scv", "alpha_run", "alpha_fit", "w_meas_us", "w_pred_us", "w_err_pct",
-                      "beta_run", "beta_fit", "k_pkts", "pdr_pred"):
-                if k in p:
-                    d[k if k != "pdr_pred" else "pdr_pred_percent"] = 100 * p[k] if k == "pdr_pred" else p[k]
-            ru = p.get("rho_run", float("nan"))
-            d["utilisation"] = ru if ru is not None and math.isfinite(ru) else p.get("rho", float("nan"))
-        rows.append(d)
-    return pd.DataFrame(rows)
+def fit_summary(paths, **options) -> dict[str, Any]:
+    """What ``sipperf fit`` prints: :func:`fit_json` of the report on ``paths`` plus its verdict,
+    with nothing left on disk (the runs are read into a temporary directory, no HTML, no
+    ladders).  ``options``: those of :func:`build_report` (``group_by``, ``proxy``, ``strict``,
+    ``offered``, ``threads``, ``cores``, ``processors``, ``buffer_pkts``, ``n_boot``, ``seed``)."""
+    import tempfile
 
-
-def _comp(m: RunMeasure, comp: str, col: str) -> float:
-    c = m.components
-    if c is None or not len(c):
-        return float("nan")
-    x = c[(c["component"] == comp) & (c["msg_type"] == "ALL")]
-    return float(x[col].iloc[0]) if len(x) else float("nan")
-
-
-def _clean(x):
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(float(x)) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    if isinstance(x, Path):
-        return str(x)
-    return x
-
-
-def fit_json(rep: Report) -> dict[str, Any]:
-    """``fit.json``: the constants for reuse (``sipperf model ... --fit``)."""
-    from sipperf import __version__
-    from sipperf.fit import to_json_dict
-
-    d: dict[str, Any] = {"format": "sipperf-fit-v1", "sipperf": __version__,
-                         "runs": [r.label for r in rep.runs if r.measure is not None],
-                         "msgs_per_call": rep.msgs_per_call}
-    if rep.fit is not None:
-        d.update(to_json_dict(rep.fit))
-    else:
-        d["error"] = rep.fit_error or "no run with a proxy: nothing to fit"
-    return _clean(d)
+    with tempfile.TemporaryDirectory(prefix="sipperf-fit-") as tmp:
+        rep = build_report(paths, tmp, html=False, n_slowest=0, **options)
+    d = fit_json(rep)
+    d["verdict"] = rep.verdict
+    return d
 
 
 def _write_outputs(rep: Report, out: Path) -> list[Path]:
@@ -339,5 +258,5 @@ def _write_outputs(rep: Report, out: Path) -> list[Path]:
                   "warnings": r.measure.warnings if r.measure else []} for r in rep.runs],
         "failed_inputs": rep.failed, "ignored_files": rep.ignored, "fit_error": rep.fit_error,
         "fit": fit_json(rep)}
-    w("report.json", lambda p: p.write_text(json.dumps(_clean(body), indent=2, default=str)))
+    w("report.json", lambda p: p.write_text(json.dumps(clean(body), indent=2, default=str)))
     return files

@@ -1,4 +1,4 @@
-"""Render a :class:`~sipperf.report.build.Report` as one self-contained HTML page.
+"""Render a :class:`~sipperf.report.result.Report` as one self-contained HTML page.
 
 plotly.js is inlined once (no CDN, no server: the file opens from disk and works offline), the
 style sheet too.  The first screen is the verdict in plain words with its key numbers; then the

@@ -1,6 +1,6 @@
 """The report's tables as DataFrames with human headers and units (no index column): the same
 tables in the HTML page, the notebook ``notebooks/analyze_your_logs.md`` and the book page
-"Your own proxy".  Each takes a :class:`~sipperf.report.build.Report`."""
+"Your own proxy".  Each takes a :class:`~sipperf.report.result.Report`."""
 from __future__ import annotations
 
 import math
@@ -49,7 +49,7 @@ RUN_COLUMNS = {"run": "run", "vantage": "vantage", "threads": "workers", "rate_c
 def runs_compared(rep) -> pd.DataFrame:
     """One row per run, by call rate: rate, window, mean Q with its CI, sojourn p50/p99, drops with
     their CI, utilisation, the calls' inter-arrival SCV."""
-    from sipperf.report.build import runs_table
+    from sipperf.report.result import runs_table
 
     t = runs_table(rep)
     out = t[[c for c in RUN_COLUMNS if c in t.columns]].rename(columns=RUN_COLUMNS)

@@ -72,8 +72,10 @@ def run_workload(p: SimParams, wl, engine: str = "twin", count_events: bool = Fa
     return kp, time.perf_counter() - t
 
 
-def _arrays(kp) -> dict[str, np.ndarray]:
-    """The engine's per-message lists as numpy arrays, converted once per finished run."""
+def message_arrays(kp) -> dict[str, np.ndarray]:
+    """Per-message results of a finished run (as returned by :func:`run_workload`), numpy arrays
+    indexed like the workload's messages, times in µs: ``t_stack``, ``t_start`` (service began),
+    ``t_dep``, ``nlive``, ``extra`` (thread overhead charged) and ``outcome``; converted once."""
     arr = getattr(kp, "_arrays_cache", None)
     if arr is None:
         arr = kp._arrays_cache = {
@@ -107,7 +109,7 @@ def _steps(kp) -> np.ndarray:
     K_snd, with the thread overhead and contention in T_sip (as both engines compute them)."""
     s = kp.p.service
     mt, u = kp.wl.mtype, kp.wl.u
-    arr = _arrays(kp)
+    arr = message_arrays(kp)
     nl = arr["nlive"].astype(float)
     ks = u * kp.alpha * np.asarray(s.ks_base_us)[mt]
     cp = u * s.k_copy_us
@@ -118,7 +120,7 @@ def _steps(kp) -> np.ndarray:
 
 
 def _place_instants(kp: FastTwin) -> dict[str, np.ndarray]:
-    t_start = _arrays(kp)["t_start"]
+    t_start = message_arrays(kp)["t_start"]
     steps = _steps(kp)
     ks = steps[0]
     cum = np.cumsum(steps, axis=0)  # (5, n) work thresholds
@@ -136,7 +138,7 @@ def _place_instants(kp: FastTwin) -> dict[str, np.ndarray]:
         below = (dn[None, :] < np.repeat(w, lens, axis=1)).astype(np.int64)
         i = off + np.clip(np.add.reduceat(below, off, axis=1) - 1, 0, lens - 1)
         out[:, ms] = st[i] + (w - dn[i])
-    t_dep = _arrays(kp)["t_dep"]
+    t_dep = message_arrays(kp)["t_dep"]
     out[4] = np.where(np.isfinite(t_dep), t_dep, out[4])
     out = np.minimum(out, out[4][None, :])
     return {"t_sockq": out[0], "t_sip_in": out[1], "t_sip_c": out[2], "t_sip_out": out[3], "t_dep": out[4],
@@ -168,7 +170,7 @@ def _call_ids(call: np.ndarray) -> pd.api.extensions.ExtensionArray:
 def to_timeline(kp, epoch_ns: int = 0) -> pd.DataFrame:
     """The schema-conforming timeline of one run (rows in message-index order)."""
     wl = kp.wl
-    arr = _arrays(kp)
+    arr = message_arrays(kp)
     oc = arr["outcome"]
     sent = (oc == SERVED) | (oc == DROPPED)
     idx = np.flatnonzero(sent)
@@ -210,7 +212,7 @@ def to_timeline(kp, epoch_ns: int = 0) -> pd.DataFrame:
 def stats_of(kp, loop_s: float, warmup: float = 0.02) -> dict[str, Any]:
     """Summary of one run: drops, waiting time K^w (mean with a batch-means CI, 99th percentile),
     service, speed.  The first ``warmup`` share of the messages (by t_stack) is left out."""
-    arr = _arrays(kp)
+    arr = message_arrays(kp)
     oc = arr["outcome"]
     ts = arr["t_stack"]
     sent = (oc == SERVED) | (oc == DROPPED)

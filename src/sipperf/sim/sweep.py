@@ -18,9 +18,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 OUT_DIR = Path(__file__).resolve().parents[3] / "datasets" / "precomputed"
+
+
+def knee_cps(rates: np.ndarray, drop_rate: np.ndarray, level: float = 0.01) -> float:
+    """Call rate at which a drop-rate curve (``rates`` ascending) first reaches ``level``, by linear
+    interpolation between the two rates around the crossing: the "1 % knee" of thesis ch. 6–7.
+    The first rate if the curve starts at or above ``level``; NaN if it never gets there."""
+    r = np.asarray(rates, float)
+    p = np.asarray(drop_rate, float)
+    above = np.flatnonzero(p >= level)
+    if not len(above):
+        return float("nan")
+    i = int(above[0])
+    if i == 0:
+        return float(r[0])
+    return float(r[i - 1] + (level - p[i - 1]) * (r[i] - r[i - 1]) / (p[i] - p[i - 1]))
 
 
 def run_point(point: dict[str, Any]) -> dict[str, Any]:

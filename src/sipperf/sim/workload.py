@@ -122,6 +122,20 @@ def draw(w: WorkloadParams, s: ServiceParams, rng: np.random.Generator) -> Workl
                     ex(bye))
 
 
+def packets_at(t_us, mtype=None, u=None) -> Workload:
+    """A packet-mode workload (``WorkloadParams(mode="packets")``) whose packets arrive at the
+    instants ``t_us`` (µs), for schedules worked out by hand: message types ``mtype`` (default
+    all 0, INVITE) and unit-mean service multipliers ``u`` (default 1: every packet costs exactly
+    its type's mean service time)."""
+    t = np.asarray(t_us, dtype=float)
+    n = len(t)
+    none = np.zeros(0)  # no calls: no UA reaction times
+    return Workload(n_calls=n, n_msgs=n, t0_us=t,
+                    mtype=np.zeros(n, np.int64) if mtype is None else np.asarray(mtype, np.int64),
+                    u=np.ones(n) if u is None else np.asarray(u, float),
+                    uas_react_us=none, uas_gap_us=none, uac_react_us=none, uas_bye_react_us=none)
+
+
 def reaction_times_us(w: WorkloadParams, mean_us: float, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` UA reaction times (us) with mean ``mean_us`` and the distribution ``w.react_dist``."""
     if mean_us <= 0:

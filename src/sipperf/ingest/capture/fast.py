@@ -1,11 +1,11 @@
 """Bulk capture reader: pcap/pcapng (optionally gzip-compressed) -> the packet table, no tshark.
 
-One compiled pass (:func:`.pcapscan.scan`, numba) walks the mapped file record by record and
+One compiled pass (:func:`.scan.scan`, numba) walks the mapped file record by record and
 writes one row per SIP message straight into column arrays; this module opens the file,
 drives the pass in pieces of at most 65 536 records, turns the columns into DataFrames
 (strings as Arrow arrays, no Python object per row) and keeps the account.  The records are
 identical to :mod:`sipperf.ingest.capture.pyshark_engine`'s (a test checks it on every fixture); what a
-record goes through is listed in :mod:`.pcapscan`, the SIP rules in :mod:`.sipmsg`.
+record goes through is listed in :mod:`.scan`, the SIP rules in :mod:`.sipmsg`.
 
 Record conventions (the same as tshark's): ``frame`` is the 1-based number of the packet that
 completes the message (the last fragment / segment), ``ts_ns`` its capture time in epoch ns,
@@ -123,7 +123,7 @@ def empty_packets() -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------ the state
 class _State:
-    """Arrays the compiled pass keeps between calls (see :mod:`.pcapscan`)."""
+    """Arrays the compiled pass keeps between calls (see :mod:`.scan`)."""
 
     def __init__(self) -> None:
         self.st = np.zeros(ps.NST, np.int64)

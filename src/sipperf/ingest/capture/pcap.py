@@ -1,7 +1,7 @@
 """Captures -> timeline: ``read_pcap(path, proxy=None, engine="bulk"|"pyshark")``.
 
-The packet table comes from the bulk byte-level reader (:mod:`.pcapfast`, default, a
-compiled single pass) or from pyshark (:mod:`.pcap_pyshark`, Wireshark's dissectors, slow); both give
+The packet table comes from the bulk byte-level reader (:mod:`.fast`, default, a
+compiled single pass) or from pyshark (:mod:`.pyshark_engine`, Wireshark's dissectors, slow); both give
 identical records.  :func:`.pairing.pair_at_proxy` turns it into the timeline with ``t_arr``
 (ingress copy at the proxy) and ``t_dep`` (egress copy).
 """
@@ -13,8 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from sipperf.timeline import IngestReport
-from sipperf.ingest.capture import pyshark_engine as pcap_pyshark
-from sipperf.ingest.capture import fast as pcapfast
+from sipperf.ingest.capture import fast, pyshark_engine
 from sipperf.ingest.pairing.proxy import pair_at_proxy
 
 ENGINES = ("bulk", "pyshark")
@@ -22,11 +21,11 @@ ENGINES = ("bulk", "pyshark")
 
 def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated: str = "skip"
                  ) -> tuple[pd.DataFrame, IngestReport]:
-    """The per-message packet table of a capture (columns :data:`pcapfast.COLUMNS`)."""
+    """The per-message packet table of a capture (columns :data:`fast.COLUMNS`)."""
     if engine == "bulk":
-        return pcapfast.read_packets(path, on_truncated=on_truncated)
+        return fast.read_packets(path, on_truncated=on_truncated)
     if engine == "pyshark":
-        return pcap_pyshark.read_packets(path, on_truncated=on_truncated)
+        return pyshark_engine.read_packets(path, on_truncated=on_truncated)
     raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
 
 

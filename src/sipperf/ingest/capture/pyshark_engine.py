@@ -1,6 +1,6 @@
 """The pyshark (tshark) path: per-message SIP fields of a capture, as in the design card.
 
-Same records as :mod:`sipperf.ingest.capture.fast` (columns :data:`pcapfast.COLUMNS`), slower
+Same records as :mod:`sipperf.ingest.capture.fast` (columns :data:`fast.COLUMNS`), slower
 (~600 packets/s in pyshark's default mode) but dissected by Wireshark itself.
 
 Traps handled here:
@@ -223,7 +223,7 @@ def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",
     non-standard ports is found by tshark's heuristic dissector; for SIP over TCP whose messages
     span segments on such ports, name them, e.g. ``decode_as={"tcp.port==15062": "sip"}``
     (the heuristic cannot ask for TCP reassembly).  ``on_truncated``: as
-    :func:`.pcapfast.read_packets` (``"skip"`` keeps every complete packet, ``"raise"`` for
+    :func:`.fast.read_packets` (``"skip"`` keeps every complete packet, ``"raise"`` for
     ``--strict``).
     """
     path = Path(path)

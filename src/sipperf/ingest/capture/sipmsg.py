@@ -1,7 +1,7 @@
 """SIP message parsing: the reference rules for the packet table (RFC 3261 §7, §20, §25).
 
 This is the readable definition of what every column of the packet table means; the compiled
-reader (:mod:`.pcapscan`) implements the same rules byte by byte and a test checks that both
+reader (:mod:`.scan`) implements the same rules byte by byte and a test checks that both
 agree on real and mutated messages, and the pyshark path applies these rules to the header
 lines Wireshark delimits.
 

@@ -1,8 +1,8 @@
 """Join one lab run directory (``sipperf lab run``) into the per-message timeline.
 
 Inputs (plain or ``.gz``): ``meta.json``, ``capture.pcapng`` (read with
-:func:`sipperf.ingest.capture.fast.read_packets`), ``proxy.log`` (:mod:`.lab_xlog`) and, when the
-tracer ran, ``trace.log`` (:mod:`.lab_tracelog`).  One row per datagram that reached the
+:func:`sipperf.ingest.capture.fast.read_packets`), ``proxy.log`` (:mod:`.xlog`) and, when the
+tracer ran, ``trace.log`` (:mod:`.tracelog`).  One row per datagram that reached the
 proxy's port (pcap), plus one row per datagram the proxy sent that relays nothing it received
 (its own 100 Trying, retransmissions).  How each instant is found:
 

@@ -13,7 +13,7 @@ has tokenized a block.  One compiled pass per block:
    straight into the final columns (preallocated by the caller) and returns the receive
    lines of the last ``CARRY_LINES`` lines that are still unpaired (the carry).
 
-The semantics are those documented in ``thesis_log`` (formerly numpy over parsed fields).
+The semantics are those documented in :mod:`.read` (formerly numpy over parsed fields).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 #: a rebuilt kernel stamp before this (ns since epoch, = 1000 s) means "ioctl found no stamp"
 NO_STAMP_BEFORE_NS = 1_000_000_000_000
-N_METHODS = 14  # len(thesis_log.METHOD_NAMES); code N_METHODS = OTHER
+N_METHODS = 14  # len(read.METHOD_NAMES); code N_METHODS = OTHER
 _I64_MIN = np.iinfo(np.int64).min
 
 # stats vector layout (int64)

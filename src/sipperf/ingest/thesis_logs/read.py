@@ -217,7 +217,7 @@ _MT_NAMES = ["INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE", "OTHER"]
 
 class _Columns:
     """The timeline's columns, preallocated (sized from the first block, grown by 1.5x if a
-    later part of the file is denser) and filled in place by :func:`thesis_pair.pair_block`.
+    later part of the file is denser) and filled in place by :func:`.pair.pair_block`.
     Pages past the last row are never touched, so the over-allocation costs no memory."""
 
     def __init__(self, rows: int, nbytes: int):

@@ -1,10 +1,10 @@
-"""Single-pass byte tokenizer for thesis-format log blocks (numba), used by :mod:`thesis_log`.
+"""Single-pass byte tokenizer for thesis-format log blocks (numba), used by :mod:`.read`.
 
 One compiled loop over a padded block finds each line, decides whether it is a receive or a
 send instrumentation line (same structural test as the documented format: the last 8 resp. 4
 ``=`` of the line carry the keys) and reads its numbers, writing into preallocated arrays.  It
 reproduces, byte for byte, the rules of the earlier vectorised numpy parser (8-byte SWAR digit
-loads, clipped literal checks), so the output is identical; see ``thesis_log`` for the format.
+loads, clipped literal checks), so the output is identical; see :mod:`.read` for the format.
 
 numba is a hard dependency of the fast path: importing this module without it fails loudly.
 """
@@ -122,7 +122,7 @@ def scan_block(b, w, pad, n_lines, eqbuf):
     uint64 view (``w[p]`` = bytes p..p+7, little-endian) for the 8-bytes-at-a-time line search.
 
     Returns (starts, ends, kind, iv, ok): kind 0 = other, 1 = receive, 2 = send; ``iv`` int64
-    (n_lines, 12) fields; ``ok`` bool (n_lines, 10) validity flags (layout in ``thesis_log``).
+    (n_lines, 12) fields; ``ok`` bool (n_lines, 10) validity flags (layout in :mod:`.read`).
     ``eqbuf`` is scratch (int64, >= 8).
     """
     starts = np.empty(n_lines, np.int64)

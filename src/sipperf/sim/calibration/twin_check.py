@@ -62,7 +62,7 @@ def _params(case: dict, calls: int):
 
 def run_case(case: dict, reps: int, calls: int, seed0: int = 0) -> list[dict]:
     """Both engines, ``reps`` replications each; the CRN comparison on the SimPy rows."""
-    from sipperf.sim.run import _arrays, _instants, run_core, stats_of
+    from sipperf.sim.run import _instants, message_arrays, run_core, stats_of
 
     p = _params(case, calls)
     rows = []
@@ -76,7 +76,7 @@ def run_case(case: dict, reps: int, calls: int, seed0: int = 0) -> list[dict]:
                    "cpu_s": time.process_time() - c, "loop_cpu_s": kp.cpu_s}
             if engine == "simpy":
                 tw, _ = run_core(p, seed, "twin")
-                oa, ob = _arrays(tw)["outcome"], _arrays(kp)["outcome"]
+                oa, ob = message_arrays(tw)["outcome"], message_arrays(kp)["outcome"]
                 ia, ib = _instants(tw), _instants(kp)
                 dt = max(float(np.nanmax(np.abs(ia[k] - ib[k]), initial=0.0))
                          for k in ("t_sockq", "t_sip_in", "t_sip_c", "t_sip_out", "t_dep"))

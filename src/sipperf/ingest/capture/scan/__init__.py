@@ -1,0 +1,80 @@
+"""Compiled single pass over a capture: records -> link -> IP -> UDP/TCP -> SIP fields (numba).
+
+:func:`scan` walks the pcap/pcapng records of a byte buffer (the mapped file, or a
+decompressed piece of a ``.gz``) and writes one output row per SIP message straight into
+column arrays; :mod:`sipperf.ingest.capture.fast` drives it and turns the columns into the
+packet table.  Everything a record goes through is here, in one compiled loop, with no Python
+object per packet, one concern per file (in the order a packet meets them):
+
+=====================  ==========================================================================
+file                   what it does
+=====================  ==========================================================================
+:mod:`.records`        the record walk, :func:`scan` (the entry point) and :func:`pending_frames`:
+                       pcap (µs/ns, either byte order, Kuznetzov's 24-byte record headers) and
+                       pcapng (SHB per section and byte order, IDB with ``if_tsresol``/
+                       ``if_tsoffset``, EPB, obsolete PB; an SPB has no timestamp and is a
+                       counted skip)
+:mod:`.packet`         one packet: link (Ethernet with 802.1Q/802.1ad/QinQ tags, LLC/SNAP, PPPoE,
+                       MPLS; Linux cooked SLL/SLL2; BSD null/loopback; raw IP), IPv4 (options; a
+                       total length of 0, as TSO captures have, means "to the end of the captured
+                       bytes") and IPv6 (extension headers), the tunnels (IP-in-IP, GRE/ERSPAN,
+                       VXLAN) and the dispatch to UDP (one SIP message per datagram, bounded by
+                       the UDP length) or TCP
+:mod:`.ipfrag`         IPv4/IPv6 fragment reassembly (later data at the same offset replaces
+                       earlier)
+:mod:`.tcp`            a byte stream per flow (sequence numbers; retransmitted/overlapping bytes
+                       dropped; a gap discards the partial message), messages framed by
+                       Content-Length; bytes that do not start with a SIP start line (a capture
+                       that begins mid-message) discarded up to the next start line and counted
+:mod:`.tables`         address and TCP-flow interning (hash tables, rehash when grown)
+:mod:`.sip`            one SIP message: start line, header block, unfolding, compact names, first
+                       occurrence, malformed CSeq/status/Call-ID -- the rules of
+                       :mod:`~sipperf.ingest.capture.sipmsg`, byte for byte
+:mod:`.values`         the grammar of one header value (list element, parameter, name-addr,
+                       unsigned integer)
+:mod:`.rows`           the row writer: a message's columns from its header spans
+:mod:`.primitives`     intrinsics and tiny byte readers (unaligned loads, memcpy, LF search,
+                       integers in either byte order, whitespace, lower case)
+:mod:`.layout`         the numbers everything is indexed by: output columns, counters and
+                       :data:`REASONS`, scalar-state slots, limits, the header-name table
+:mod:`.cache`          keeps numba's on-disk cache correct across these files (below)
+=====================  ==========================================================================
+
+Accounting: every packet record ends up in exactly one counter of ``cnt`` (parsed or a skip
+reason, :data:`REASONS`); a packet that completes or contributes to a SIP message is parsed.
+Strings are written as raw bytes; rows with a byte >= 0x80 are flagged so the caller can
+decode them with U+FFFD replacement exactly as Python does.
+
+State that lives across calls (pcapng interfaces, address interning, TCP flows and their
+buffered bytes, pending IP fragments) is held in numpy arrays owned by the caller; arrays
+that may grow inside a call are returned.
+
+Speed: the small helpers (:mod:`.primitives`, :mod:`.values`) and the row writer are inlined
+at Numba IR level (``inline="always"``, across files): a call with a dozen array arguments
+costs more than the work of most of them.  The per-packet call chain
+(:func:`.packet._packet`, :func:`.tcp._tcp`, :func:`.sip.parse_sip`) gets its arrays without
+reference counting (:func:`.primitives._borrow`).  ``bench/ingest.py`` measures the reader,
+``bench/scale.py`` the compiled pass alone.
+
+Where new protocol support goes: another link type, tunnel or encapsulation carried in UDP
+(HEP, say) is a branch of the layer loop in :func:`.packet._packet`, beside VXLAN; another way
+to place TCP bytes (reassembly across out-of-order segments) is the sequence part of
+:func:`.tcp._tcp`; another framing of the stream (SIP over WebSocket) is an alternative to its
+Content-Length loop for the flows that carry it.
+
+numba's cache (``cache=True``): numba judges a cached function fresh by the ONE file that
+defines it, so an edit to a helper file would leave :func:`scan`'s old machine code in use.
+:mod:`.cache` (imported first, below) gives every compiled function of this directory a
+source stamp that is a fingerprint of ALL the directory's ``*.py`` files: after any edit here
+the whole scanner is recompiled on its next call (about a minute of CPU).  Compiling
+everything: one :func:`sipperf.ingest.capture.fast.read_packets` on any small capture (say
+``tests/fixtures/udp4.pcapng``) compiles, or loads from the cache, all four entry points the
+reader calls (:func:`scan`, :func:`pending_frames`, :func:`rehash_addr`, :func:`rehash_flows`;
+every other compiled function is part of :func:`scan`'s code).
+"""
+from . import cache  # first: the cache locator must be in place before any @njit(cache=True)
+from .layout import *  # noqa: F401,F403  (the constants: I_*, S_*, REASONS, ST_*, NAME_TAB, ...)
+from .records import pending_frames, scan
+from .sip import header_end, parse_sip
+from .tables import rehash_addr, rehash_flows
+from .tcp import compact_arena

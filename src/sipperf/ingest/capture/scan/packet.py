@@ -1,0 +1,348 @@
+"""One packet, from its link layer down to SIP: :func:`_packet`.
+
+The walk is a loop over layers (at most 8), with ``kind`` the header that starts at ``off``:
+
+* link: Ethernet (802.1Q/802.1ad/QinQ tags, LLC/SNAP, PPPoE session, MPLS), Linux cooked SLL
+  and SLL2, BSD null/loopback, raw IPv4/IPv6;
+* IP: IPv4 (options; a total length of 0, as TSO captures have, means "to the end of the
+  captured bytes") and IPv6 (hop-by-hop, routing, destination, mobility, HIP, shim6 and AH
+  extension headers); a fragment goes to :mod:`.ipfrag` and the reassembled datagram
+  continues the walk;
+* tunnels: IP-in-IP, GRE (and ERSPAN II/III) and VXLAN (UDP port 4789) send the walk round
+  again with the inner header;
+* transport: UDP carries one SIP message per datagram (payload bounded by the UDP length,
+  :func:`.sip._emit`); TCP goes to the flow's byte stream (:func:`.tcp._tcp`).
+
+Every outcome is one counter of ``cnt``, weighted by ``w`` (the packets a reassembled datagram
+stands for).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .ipfrag import _frag
+from .layout import (C_PARSED, R_LINK, R_NESTED_FRAG, R_NOT_IP, R_NOT_L4, R_SHORT, R_SNAPPED,
+                     R_UDP_NOT_SIP, ST_BADLINK)
+from .primitives import _be16, _be32, _be64, _u32
+from .sip import _emit
+from .tables import _addr_id, _flow_id
+from .tcp import _tcp
+
+
+K_ETH, K_IP4, K_IP6, K_NONE = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _packet(a, p0, n0, link, frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he, name_tab,
+            name_len, name_id, ak, av, alist, tk, tv, fs, arena, frs, frl, farena, dgram):
+    """Decode one packet a[p0:p0+n0] down to SIP; every outcome is counted in cnt."""
+    e = p0 + n0
+    off = p0
+    w = 1
+    # ---- link layer
+    if link == 1:
+        kind = K_ETH
+    elif link == 113:
+        if n0 < 16:
+            cnt[R_SHORT] += 1
+            return
+        et = _be16(a, p0 + 14)
+        off = p0 + 16
+        kind = K_IP4 if et == 0x0800 else K_IP6 if et == 0x86DD else K_NONE
+        if et == 0x8100 or et == 0x88A8:
+            kind = K_ETH  # a VLAN tag after the cooked header: parsed as Ethernet from the
+            off = p0 + 2  # protocol field on (off + 12 = the protocol field)
+    elif link == 276:
+        if n0 < 20:
+            cnt[R_SHORT] += 1
+            return
+        et = _be16(a, p0)
+        off = p0 + 20
+        kind = K_IP4 if et == 0x0800 else K_IP6 if et == 0x86DD else K_NONE
+    elif link == 0 or link == 108:
+        if n0 < 4:
+            cnt[R_SHORT] += 1
+            return
+        fam = _u32(a, p0, link == 108)
+        if link == 0 and fam > 0xFFFF:
+            fam = _u32(a, p0, True)
+        off = p0 + 4
+        kind = K_IP4 if fam == 2 else K_IP6 if (fam == 10 or fam == 24 or fam == 28 or fam == 30) else K_NONE
+    elif link == 101 or link == 228 or link == 229 or link == 12 or link == 14:
+        kind = K_NONE
+        if n0 >= 1:
+            v = a[p0] >> 4
+            kind = K_IP4 if v == 4 else K_IP6 if v == 6 else K_NONE
+    else:
+        cnt[R_LINK] += 1
+        st[ST_BADLINK] = link
+        return
+    src_hi = np.int64(0)
+    src_lo = np.int64(0)
+    dst_hi = np.int64(0)
+    dst_lo = np.int64(0)
+    fam = 4
+    reassembled = False
+    for _depth in range(8):
+        if kind == K_ETH:
+            if off + 14 > e:
+                cnt[R_SHORT] += w
+                return
+            et = _be16(a, off + 12)
+            off += 14
+            while True:
+                if et == 0x8100 or et == 0x88A8 or et == 0x9100:
+                    if off + 4 > e:
+                        cnt[R_SHORT] += w
+                        return
+                    et = _be16(a, off + 2)
+                    off += 4
+                elif et < 0x0600:  # 802.3 length: LLC, SNAP
+                    if off + 8 <= e and a[off] == 0xAA and a[off + 1] == 0xAA and a[off + 2] == 3:
+                        et = _be16(a, off + 6)
+                        off += 8
+                    else:
+                        et = 0
+                        break
+                elif et == 0x8864:  # PPPoE session
+                    if off + 8 > e:
+                        cnt[R_SHORT] += w
+                        return
+                    pp = _be16(a, off + 6)
+                    off += 8
+                    et = 0x0800 if pp == 0x21 else 0x86DD if pp == 0x57 else 0
+                    break
+                elif et == 0x8847 or et == 0x8848:  # MPLS label stack
+                    while True:
+                        if off + 4 > e:
+                            cnt[R_SHORT] += w
+                            return
+                        bos = a[off + 2] & 1
+                        off += 4
+                        if bos:
+                            break
+                    if off >= e:
+                        cnt[R_SHORT] += w
+                        return
+                    v = a[off] >> 4
+                    et = 0x0800 if v == 4 else 0x86DD if v == 6 else 0
+                    break
+                else:
+                    break
+            if et == 0x0800:
+                kind = K_IP4
+            elif et == 0x86DD:
+                kind = K_IP6
+            else:
+                cnt[R_NOT_IP] += w
+                return
+            continue
+        if kind == K_NONE:
+            cnt[R_NOT_IP] += w
+            return
+        # ---- IP
+        proto = -1
+        ps = 0
+        pe = 0
+        is_frag = False
+        foff = 0
+        fmore = False
+        fid = np.int64(0)
+        if kind == K_IP4:
+            if off + 20 > e:
+                cnt[R_SHORT] += w
+                return
+            if a[off] >> 4 != 4:
+                cnt[R_SHORT] += w
+                return
+            ihl = (a[off] & 15) * 4
+            total = _be16(a, off + 2)
+            if ihl < 20 or off + ihl > e:
+                cnt[R_SHORT] += w
+                return
+            if total == 0:
+                end = e
+            else:
+                if total < ihl:
+                    cnt[R_SHORT] += w
+                    return
+                end = off + total
+                if end > e:
+                    cnt[R_SNAPPED] += w
+                    return
+            proto = a[off + 9]
+            src_hi = np.int64(0)
+            src_lo = _be32(a, off + 12)
+            dst_hi = np.int64(0)
+            dst_lo = _be32(a, off + 16)
+            fam = 4
+            ff = _be16(a, off + 6)
+            ps = off + ihl
+            pe = end
+            if ff & 0x3FFF:
+                is_frag = True
+                foff = (ff & 0x1FFF) * 8
+                fmore = (ff & 0x2000) != 0
+                fid = _be16(a, off + 4)
+        else:
+            if off + 40 > e:
+                cnt[R_SHORT] += w
+                return
+            if a[off] >> 4 != 6:
+                cnt[R_SHORT] += w
+                return
+            plen = _be16(a, off + 4)
+            end = e if plen == 0 else off + 40 + plen
+            if end > e:
+                cnt[R_SNAPPED] += w
+                return
+            src_hi = _be64(a, off + 8)
+            src_lo = _be64(a, off + 16)
+            dst_hi = _be64(a, off + 24)
+            dst_lo = _be64(a, off + 32)
+            fam = 6
+            nxt = a[off + 6]
+            q = off + 40
+            for _x in range(16):
+                if nxt == 0 or nxt == 43 or nxt == 60 or nxt == 135 or nxt == 139 or nxt == 140:
+                    if q + 2 > end:
+                        cnt[R_SHORT] += w
+                        return
+                    nn = a[q]
+                    q += (np.int64(a[q + 1]) + 1) * 8
+                    nxt = nn
+                elif nxt == 51:
+                    if q + 2 > end:
+                        cnt[R_SHORT] += w
+                        return
+                    nn = a[q]
+                    q += (np.int64(a[q + 1]) + 2) * 4
+                    nxt = nn
+                elif nxt == 44:
+                    if q + 8 > end:
+                        cnt[R_SHORT] += w
+                        return
+                    nn = a[q]
+                    fo = _be16(a, q + 2)
+                    foff = fo & 0xFFF8
+                    fmore = (fo & 1) != 0
+                    fid = _be32(a, q + 4)
+                    q += 8
+                    nxt = nn
+                    if foff != 0 or fmore:
+                        is_frag = True
+                    break
+                else:
+                    break
+            if q > end:
+                cnt[R_SHORT] += w
+                return
+            proto = nxt
+            ps = q
+            pe = end
+        if is_frag:
+            if reassembled:
+                cnt[R_NESTED_FRAG] += w
+                return
+            dl_, frames = _frag(frs, frl, farena, st, cnt, src_hi, src_lo, dst_hi, dst_lo,
+                                proto | (fam << 8), fid, foff, fmore, a, ps, pe, w, dgram)
+            if dl_ < 0:
+                return  # waiting for more (counted when complete or at the end)
+            a = dgram
+            ps = 0
+            pe = dl_
+            e = dl_
+            w = frames
+            reassembled = True
+        # ---- transport
+        if proto == 4 or proto == 41:  # IP in IP
+            off = ps
+            e = pe
+            kind = K_IP4 if proto == 4 else K_IP6
+            continue
+        if proto == 47:  # GRE
+            if ps + 4 > pe:
+                cnt[R_SHORT] += w
+                return
+            fl = a[ps]
+            gp = _be16(a, ps + 2)
+            q = ps + 4
+            if fl & 0x80:
+                q += 4
+            if fl & 0x20:
+                q += 4
+            if fl & 0x10:
+                q += 4
+            if gp == 0x88BE:  # ERSPAN type II
+                q += 8
+                gp = 0x6558
+            elif gp == 0x22EB:  # ERSPAN type III
+                q += 12
+                if q <= pe and (a[q - 1] & 1):
+                    q += 8
+                gp = 0x6558
+            if q > pe:
+                cnt[R_SHORT] += w
+                return
+            off = q
+            e = pe
+            if gp == 0x0800:
+                kind = K_IP4
+            elif gp == 0x86DD:
+                kind = K_IP6
+            elif gp == 0x6558:
+                kind = K_ETH
+            else:
+                cnt[R_NOT_IP] += w
+                return
+            continue
+        if proto == 17:
+            if ps + 8 > pe:
+                cnt[R_SHORT] += w
+                return
+            sport = _be16(a, ps)
+            dport = _be16(a, ps + 2)
+            ulen = _be16(a, ps + 4)
+            ue = pe
+            if ulen >= 8 and ps + ulen < pe:
+                ue = ps + ulen
+            if (dport == 4789 or sport == 4789) and ue - ps >= 16 and (a[ps + 8] & 0x08):
+                off = ps + 16
+                e = ue
+                kind = K_ETH
+                continue
+            sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
+            did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
+            code, _h, _c = _emit(a, ps + 8, ue, False, sid, did, sport, dport, 0, frame, ts,
+                                 ue - ps - 8, st, nr, I, O, V, D, dl, scr, hs, he, name_tab,
+                                 name_len, name_id)
+            if code == 1:
+                cnt[C_PARSED] += w
+            elif code == 0:
+                cnt[R_UDP_NOT_SIP] += w
+            else:
+                cnt[code] += w
+            return
+        if proto == 6:
+            if ps + 20 > pe:
+                cnt[R_SHORT] += w
+                return
+            sport = _be16(a, ps)
+            dport = _be16(a, ps + 2)
+            seq = _be32(a, ps + 4)
+            thl = (a[ps + 12] >> 4) * 4
+            flags = a[ps + 13]
+            if thl < 20 or ps + thl > pe:
+                cnt[R_SHORT] += w
+                return
+            f = _flow_id(tk, tv, fs, st, src_hi ^ (np.int64(fam) << 60), src_lo, dst_hi, dst_lo,
+                         (sport << 16) | dport)
+            sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
+            did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
+            _tcp(fs, f, arena, a, ps + thl, pe, seq, (flags & 2) != 0, w, sid, did, sport, dport,
+                 frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he, name_tab, name_len, name_id)
+            return
+        cnt[R_NOT_L4] += w
+        return
+    cnt[R_SHORT] += w
