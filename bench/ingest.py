@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/ingest.py [--packets 1000000] [--runs 3] [--source CAPTURE]
                                      [--slice 200000] [--subset 3000] [--skip analyze,dpkt,...]
+                                     [--framings udp,tcp,ws,hep]
 
 The capture is REAL lab traffic replicated, never synthetic SIP: ``--source`` (default
 ``datasets/lab/raw/rate-0025/capture.pcapng.gz``, Kamailio 5.6 relaying SIPp calls on
@@ -22,7 +23,13 @@ Printed, with /proc/loadavg before and after each measurement (medians of ``--ru
 * tshark-fields — ``tshark -T fields`` with the packet table's SIP fields, on ``--slice`` packets;
 * dpkt          — dpkt's pcapng reader + Ethernet/IP/UDP + dpkt.sip on ``--slice`` packets
                   (skipped with a message when dpkt is not installed);
-* pyshark-ek / pyshark-default — on the first ``--subset`` / ``--subset``/2 packets.
+* pyshark-ek / pyshark-default — on the first ``--subset`` / ``--subset``/2 packets;
+* framings (``--framings``, issue 23) — the bulk read of the same calls carried otherwise,
+  each capture made from the source by ``tests/capgen.py`` and replicated like it: ``tcp``
+  (both legs SIP over TCP, one connection each, with handshakes and ACKs), ``ws`` (both legs
+  SIP over WebSocket: HTTP Upgrade, masked client frames -- masked with the key 0 so that the
+  Call-IDs stay patchable), ``hep`` (every message HEPv3-encapsulated by one capture agent);
+  each rate also as packets/s and SIP messages/s, with its ratio to ``udp``.
 
 and each rate's ratio to the bulk rate.
 """
@@ -100,10 +107,61 @@ def _plain(source: Path) -> bytes:
     return data
 
 
+def tag_of(source: Path) -> str:
+    """A short name for a source capture ('rate-0025' for datasets/lab/raw/rate-0025/capture...,
+    the run directory's name when the file is a lab run's capture.pcapng)."""
+    stem = source.name.split(".")[0]
+    return source.parent.name if stem == "capture" else stem
+
+
+def _capgen():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import capgen
+    return capgen
+
+
+def sockets(recs) -> tuple[tuple[str, int], tuple[str, int], tuple[str, int]]:
+    """(UAC, proxy, UAS) of a proxy capture: the sender and receiver of the first INVITE, and
+    the receiver of the first INVITE the proxy sends on."""
+    import ipaddress
+    G = _capgen()
+    ep = lambda ip, port: (str(ipaddress.ip_address(ip)), port)  # noqa: E731
+    first = None
+    for p in G.packets(recs):
+        if p.payload.startswith(b"INVITE "):
+            if first is None:
+                first = p
+            elif (p.src, p.sport) == (first.dst, first.dport):
+                return ep(first.src, first.sport), ep(first.dst, first.dport), ep(p.dst, p.dport)
+    raise SystemExit("no proxy found in the source capture (an INVITE received and sent on)")
+
+
+def reframe(source: Path, framing: str, out: Path) -> Path:
+    """The source capture with its calls carried as ``framing`` (see the module docstring),
+    written to ``out`` (pcapng)."""
+    G = _capgen()
+    from sipperf.ingest.capture.fast import iter_records
+
+    tmp_src = out.with_suffix(".src.pcapng")
+    tmp_src.write_bytes(_plain(source))
+    recs = list(iter_records(tmp_src))
+    tmp_src.unlink()
+    if framing == "hep":
+        recs, _ = G.to_hep(recs, G.HepOpt())
+    elif framing in ("tcp", "ws"):
+        uac, proxy, uas = sockets(recs)
+        recs, _ = G.to_websocket(recs, uac, proxy, G.WsLeg(framing=framing, zero_mask=True))
+        recs, _ = G.to_websocket(recs, proxy, uas, G.WsLeg(framing=framing, zero_mask=True,
+                                                           client_port=51001, ws_port=uas[1] + 1))
+    elif framing != "udp":
+        raise SystemExit(f"unknown framing {framing!r}")
+    return G.write_records(out, recs)
+
+
 def replicate(source: Path, out: Path, packets: int) -> Path:
     """Write ``out``: the source capture's packets repeated until ``packets`` packets, each copy
     shifted by the source's duration, Call-IDs made unique per copy and call (see the module
-    docstring).  pcapng, one Ethernet interface, ns timestamps."""
+    docstring).  pcapng, one interface of the source's (single) link type, ns timestamps."""
     from sipperf.ingest.capture.fast import iter_records
 
     tmp_src = out.with_suffix(".src.pcapng")
@@ -111,8 +169,9 @@ def replicate(source: Path, out: Path, packets: int) -> Path:
     recs = list(iter_records(tmp_src))
     tmp_src.unlink()
     links = {link for _, link, _ in recs}
-    if links != {1}:
-        raise SystemExit(f"{source}: replication needs an Ethernet capture (link types {links})")
+    if len(links) != 1:
+        raise SystemExit(f"{source}: replication needs a capture of one link type (link types {links})")
+    (link,) = links
     ts0 = recs[0][0]
     span = recs[-1][0] - ts0 + 1_000_000  # 1 ms between copies
     # one copy as a byte template of EPBs, with the positions to patch
@@ -121,7 +180,7 @@ def replicate(source: Path, out: Path, packets: int) -> Path:
     off = 0
     for ts, _, data in recs:
         data = bytearray(data)
-        if data[12:14] == b"\x08\x00" and data[23] == 17:  # IPv4/UDP: zero the UDP checksum
+        if link == 1 and data[12:14] == b"\x08\x00" and data[23] == 17:  # IPv4/UDP: zero the UDP checksum
             ihl = (data[14] & 15) * 4
             data[14 + ihl + 6:14 + ihl + 8] = b"\0\0"
         pad = (-len(data)) % 4
@@ -153,7 +212,7 @@ def replicate(source: Path, out: Path, packets: int) -> Path:
     shb = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
     opt = struct.pack("<HH", 9, 1) + bytes([9, 0, 0, 0]) + struct.pack("<HH", 0, 0)
     idb_len = 20 + len(opt)
-    idb = struct.pack("<IIHHI", 1, idb_len, 1, 0, 0) + opt + struct.pack("<I", idb_len)
+    idb = struct.pack("<IIHHI", 1, idb_len, link, 0, 0) + opt + struct.pack("<I", idb_len)
     n_copies = -(-packets // len(recs))
     tmp = out.with_suffix(".part")
     with open(tmp, "wb") as fh:
@@ -189,9 +248,12 @@ if sys.argv[3] == "table":
     rows = len(df)
 else:
     from sipperf.timeline import IngestReport
-    scan, spent = pcapfast.ps.scan, [0.0]
+    scan, spent, spent_cpu = pcapfast.ps.scan, [0.0], [0.0]
     def timed_scan(*a):  # the compiled pass alone: records -> SIP columns, no DataFrame
-        s0 = time.perf_counter(); r = scan(*a); spent[0] += time.perf_counter() - s0; return r
+        s0, p0 = time.perf_counter(), time.process_time()
+        r = scan(*a)
+        spent[0] += time.perf_counter() - s0; spent_cpu[0] += time.process_time() - p0
+        return r
     pcapfast.ps.scan = timed_scan
     rep = IngestReport(source="x")
     rows = sum(len(c) for c in pcapfast.iter_packets(sys.argv[1], rep, progress=False))
@@ -199,7 +261,8 @@ dt = time.perf_counter() - t1
 cpu = time.process_time() - c0
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
 print(json.dumps({"seconds": dt, "cpu": cpu, "read": rep.read, "rows": rows, "startup": t1 - t0,
-                  "hwm_mb": int(hwm) / 1024, "scan_s": spent[0] if sys.argv[3] != "table" else None}))
+                  "hwm_mb": int(hwm) / 1024, "scan_s": spent[0] if sys.argv[3] != "table" else None,
+                  "scan_cpu_s": spent_cpu[0] if sys.argv[3] != "table" else None}))
 """
 
 CHILD_ANALYZE = r"""
@@ -284,7 +347,9 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--slice", type=int, default=200_000, help="packets for tshark and dpkt")
     ap.add_argument("--subset", type=int, default=3000, help="packets for the pyshark modes")
-    ap.add_argument("--skip", default="", help="comma list of: stream,analyze,tshark,dpkt,pyshark")
+    ap.add_argument("--skip", default="", help="comma list of: bulk,stream,analyze,tshark,dpkt,pyshark")
+    ap.add_argument("--framings", default="", help="comma list of udp,tcp,ws,hep: the bulk read of "
+                    "the same calls in each framing (issue 23)")
     a = ap.parse_args(argv)
     skip = set(filter(None, a.skip.split(",")))
     if a.packets > 12_000_000:
@@ -295,18 +360,20 @@ def main(argv=None) -> None:
         print(f"recording a real capture (8000 calls at 400 cps) -> {source}", flush=True)
         record(source, 8000, 400)
     tmp = Path(tempfile.gettempdir())
-    tag = source.name.split(".")[0] + ("-rec" if a.record else "")
+    tag = tag_of(source) + ("-rec" if a.record else "")
     big = tmp / f"sipperf-bench-{tag}-{a.packets}.pcapng"
     small = tmp / f"sipperf-bench-{tag}-{min(a.slice, a.packets)}.pcapng"
     tiny = tmp / f"sipperf-bench-{tag}-100.pcapng"
-    for p, n in ((big, a.packets), (small, min(a.slice, a.packets)), (tiny, 100)):
-        if not p.exists():
+    need_big = not {"bulk", "stream", "analyze"} <= skip
+    need_small = not {"tshark", "dpkt", "pyshark"} <= skip
+    for p, n, need in ((big, a.packets, need_big), (small, min(a.slice, a.packets), need_small), (tiny, 100, True)):
+        if need and not p.exists():
             t = time.perf_counter()
             replicate(source, p, n)
             print(f"wrote {p} ({n} packets, {p.stat().st_size / 1e6:.0f} MB) in "
                   f"{time.perf_counter() - t:.1f} s", flush=True)
-    print(f"source: {source} (real lab traffic); capture: {big} ({a.packets} packets, "
-          f"{big.stat().st_size / 1e6:.0f} MB); {os.cpu_count()} CPUs")
+    print(f"source: {source} (real lab traffic); capture: {big} ({a.packets} packets"
+          + (f", {big.stat().st_size / 1e6:.0f} MB" if big.exists() else "") + f"); {os.cpu_count()} CPUs")
     print(f"{'path':<16} {'pkt/s':>12} {'ratio':>8}  detail")
     rows = []
 
@@ -315,19 +382,22 @@ def main(argv=None) -> None:
         rows.append((name, rate))
         print(f"{name:<16} {rate:12,.0f} {rate / base:8.3f}  {detail}", flush=True)
 
-    res = []
-    for _ in range(a.runs):
-        la = loadavg()
-        r = _child(CHILD_BULK, str(big), str(tiny), "table")
-        r["load"] = la
-        res.append(r)
-    sec = statistics.median(r["seconds"] for r in res)
-    show("bulk", a.packets / sec,
-         f"read_packets, median of {a.runs}: {sec:.2f} s wall, "
-         f"{statistics.median(r['cpu'] for r in res):.2f} s CPU, peak RSS "
-         f"{statistics.median(r['hwm_mb'] for r in res):.0f} MB, {res[0]['rows']} rows; "
-         f"process start + compiled-code load {statistics.median(r['startup'] for r in res):.2f} s "
-         f"(not included); load {', '.join(r['load'] for r in res)}")
+    if a.framings:
+        framings(source, tag, a, tiny)
+    if "bulk" not in skip:
+        res = []
+        for _ in range(a.runs):
+            la = loadavg()
+            r = _child(CHILD_BULK, str(big), str(tiny), "table")
+            r["load"] = la
+            res.append(r)
+        sec = statistics.median(r["seconds"] for r in res)
+        show("bulk", a.packets / sec,
+             f"read_packets, median of {a.runs}: {sec:.2f} s wall, "
+             f"{statistics.median(r['cpu'] for r in res):.2f} s CPU, peak RSS "
+             f"{statistics.median(r['hwm_mb'] for r in res):.0f} MB, {res[0]['rows']} rows; "
+             f"process start + compiled-code load {statistics.median(r['startup'] for r in res):.2f} s "
+             f"(not included); load {', '.join(r['load'] for r in res)}")
     if "stream" not in skip:
         res = []
         for _ in range(a.runs):
@@ -384,6 +454,38 @@ def main(argv=None) -> None:
         r = statistics.median(bench_pyshark(small, a.subset // 2) for _ in range(a.runs))
         show("pyshark", r, f"default (PDML), first {a.subset // 2} packets, median of {a.runs}; load {la}")
     print(f"load average after: {loadavg()}")
+
+
+def framings(source: Path, tag: str, a, tiny: Path) -> None:
+    """The same calls in each framing, replicated to ``--packets`` packets: the compiled pass
+    alone (wall and CPU seconds inside scan.scan) and the whole streamed read (iter_packets)."""
+    tmp = Path(tempfile.gettempdir())
+    print(f"\nframings of the same calls ({source.name}), {a.packets:,} packets each; compiled pass alone "
+          f"(time inside scan.scan: wall, and CPU -- less sensitive to the machine's load) and the whole "
+          f"streamed read (iter_packets); median of {a.runs} fresh processes")
+    print(f"{'framing':<8} {'scan pkt/s':>12} {'ratio':>6} {'scan pkt/CPU-s':>15} {'ratio':>6} "
+          f"{'read pkt/s':>12} {'SIP msgs':>10}  detail")
+    base = None
+    for fr in a.framings.split(","):
+        one = tmp / f"sipperf-bench-{tag}-{fr}-source.pcapng"
+        if not one.exists():
+            reframe(source, fr, one)
+        big = tmp / f"sipperf-bench-{tag}-{fr}-{a.packets}.pcapng"
+        if not big.exists():
+            replicate(one, big, a.packets)
+        res = []
+        for _ in range(a.runs):
+            la = loadavg()
+            r = _child(CHILD_BULK, str(big), str(tiny), "stream")
+            r["load"] = la
+            res.append(r)
+        assert all(r["read"] == a.packets for r in res)
+        scan = a.packets / statistics.median(r["scan_s"] for r in res)
+        scan_cpu = a.packets / statistics.median(r["scan_cpu_s"] for r in res)
+        read = a.packets / statistics.median(r["seconds"] for r in res)
+        base = base or (scan, scan_cpu)
+        print(f"{fr:<8} {scan:12,.0f} {scan / base[0]:6.2f} {scan_cpu:15,.0f} {scan_cpu / base[1]:6.2f} "
+              f"{read:12,.0f} {res[0]['rows']:10,}  load {', '.join(r['load'] for r in res)}", flush=True)
 
 
 if __name__ == "__main__":

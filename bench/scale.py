@@ -2,10 +2,16 @@
 
     .venv/bin/python bench/scale.py [--sizes 10000,100000,1000000,4000000,12000000] [--runs 3]
                                     [--ring-packets 4000000] [--ring-files 8] [--skip bulk,scale,ring]
-                                    [--csv datasets/precomputed/bench_ingest.csv]
+                                    [--csv datasets/precomputed/bench_ingest.csv] [--source CAPTURE]
+                                    [--record-lab DIR]
 
 The captures are bench/ingest.py's: REAL lab traffic (``datasets/lab/raw/rate-0025``, Kamailio
-relaying SIPp calls on loopback) replicated with unique Call-IDs into ``/tmp`` (never committed).
+relaying SIPp calls on loopback, or ``--source``) replicated with unique Call-IDs into ``/tmp``
+(never committed).  ``--record-lab DIR`` first records a different, harder source with
+``sipperf lab run`` (root; issue 23): 4 Kamailio workers, 8000 Poisson calls offered at 1000
+calls/s with retransmissions on and the ``ratelimit`` guard admitting 700 INVITEs/s, so the
+capture holds retransmissions, 503s and 408s beside the completed calls (:data:`LAB_RUN`);
+it is then the source.
 Every measurement runs in a fresh process; each figure is the median of ``--runs`` runs, with
 /proc/loadavg (1-minute load) read before each run.  Printed, and written to ``--csv`` (with a
 provenance file beside it) unless ``--csv ''``:
@@ -150,11 +156,28 @@ def med(res: list[dict], k: str) -> float:
     return statistics.median(r[k] for r in res)
 
 
+SOURCE = B.DEFAULT_SOURCE
+#: the harder recording of --record-lab (sipperf lab run options)
+LAB_RUN = ["--rate", "1000", "--calls", "8000", "--workers", "4", "--arrivals", "poisson", "--tracer", "none",
+           "--proxy-port", "15360", "--uas-port", "15380", "--uac-port", "15361", "--max-seconds", "60",
+           "--seed", "23", "--guard", "ratelimit", "--guard-cps", "700"]
+
+
+def record_lab(out: Path) -> Path:
+    """Record the harder source with ``sipperf lab run`` (root); returns its capture."""
+    cap = out / "capture.pcapng"
+    if not cap.exists():
+        subprocess.run([str(Path(sys.executable).with_name("sipperf")), "lab", "run", *LAB_RUN, "--out", str(out)],
+                       check=True, cwd=ROOT)
+    return cap
+
+
 def capture(n: int) -> Path:
-    p = Path(tempfile.gettempdir()) / f"sipperf-bench-capture-{n}.pcapng"
+    tag = "capture" if SOURCE == B.DEFAULT_SOURCE else B.tag_of(SOURCE)
+    p = Path(tempfile.gettempdir()) / f"sipperf-bench-{tag}-{n}.pcapng"
     if not p.exists():
         t = time.perf_counter()
-        B.replicate(B.DEFAULT_SOURCE, p, n)
+        B.replicate(SOURCE, p, n)
         print(f"wrote {p} ({n} packets, {p.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f} s",
               flush=True)
     return p
@@ -184,7 +207,13 @@ def main(argv=None) -> None:
     ap.add_argument("--ring-files", type=int, default=8)
     ap.add_argument("--skip", default="", help="comma list of: bulk,scale,fixed,ring")
     ap.add_argument("--csv", default=str(CSV_DEFAULT), help="write the figures here ('' : do not)")
+    ap.add_argument("--source", type=Path, default=B.DEFAULT_SOURCE, help="real capture to replicate")
+    ap.add_argument("--record-lab", type=Path, default=None,
+                    help="record the harder source with sipperf lab run into this directory (root) and use it")
     a = ap.parse_args(argv)
+    global SOURCE
+    SOURCE = record_lab(a.record_lab) if a.record_lab else a.source
+    print(f"source: {SOURCE}", flush=True)
     skip = set(filter(None, a.skip.split(",")))
     sizes = [int(s) for s in a.sizes.split(",")]
     rows: list[dict] = []

@@ -2,7 +2,10 @@
 
 A seeded generator mutates the real captures (truncate, bit-flip, reorder and drop packets,
 duplicate them, re-encode with editcap, gzip, merge link types into one multi-section pcapng,
-zero the IPv4 total length, break SIP start lines and CSeq), the thesis-format logs (CR line
+zero the IPv4 total length, break SIP start lines and CSeq), their re-framings by
+``tests/capgen.py`` (issue 23: TCP segments cut, shuffled, overlapping, duplicated or partly
+lost; SIP over WebSocket with fragmented frames, pings, lost or bit-flipped segments; HEP
+packets cut or corrupted), the thesis-format logs (CR line
 ends, shuffled and cut lines, binary garbage, non-UTF-8 Call-IDs, huge numbers, gzip) and a
 tidy CSV (text, inf and unit mistakes in time columns, duplicate headers, cut rows).  Every case
 runs through :func:`sipperf.analysis.analyze` in-process (its tables written), a sample also through the
@@ -42,7 +45,8 @@ FIX = Path(__file__).parent / "fixtures"
 CAPTURES = ("udp4", "udp6", "tcp4", "retrans", "frag4", "prack", "trying1", "cancel", "busy", "hops2",
             "endpoint", "b2bua")
 PARSER_FILES = ("fast.py", "pcap.py", "pyshark_engine.py", "sipmsg.py", "records.py", "packet.py", "ipfrag.py", "tcp.py",
-                "sip.py", "values.py", "rows.py", "tables.py", "primitives.py")
+                "sip.py", "values.py", "rows.py", "tables.py", "primitives.py", "reorder.py", "ws.py", "hep.py",
+                "messages.py")
 N_CASES = 304
 TSHARK_EVERY = 20     # independent packet count for every 20th capture case
 CLI_SAMPLE = 3        # cases also run through the real command
@@ -120,6 +124,55 @@ def capture_mutations(rng: random.Random, name: str, data: bytes, other: bytes, 
     if editcap:
         add("reencode-pcap", _editcap(data, "pcap"), ".pcap")
         add("reencode-nsecpcap", _editcap(data, "nsecpcap"), ".pcap")
+    return cases
+
+
+def framing_mutations(rng: random.Random) -> list[Case]:
+    """Re-framings of the real udp4/tcp4 captures (capgen, issue 23), then broken: TCP pieces
+    shuffled, overlapping, duplicated, a share of them lost, the connection's bytes bit-flipped;
+    WebSocket legs with fragmented, split and reordered frames, some segments lost, bit flips;
+    HEP packets cut short or with a flipped chunk length."""
+    import capgen as G
+
+    tcp = G.records(FIX / "tcp4.pcapng")
+    udp = G.records(FIX / "udp4.pcapng")
+    cases = []
+
+    def add(tag, recs):
+        cases.append(Case(f"framing:{tag}", G.pcapng_bytes(recs), ".pcapng", "capture"))
+
+    def drop(recs, share):
+        return [r for r in recs if not ((p := G.decode(*r)) is not None and p.payload and rng.random() < share)]
+
+    def flip(recs, k):
+        out = list(recs)
+        for _ in range(k):
+            i = rng.randrange(len(out))
+            ts, link, d = out[i]
+            b = bytearray(d)
+            j = rng.randrange(len(b))
+            b[j] ^= 1 << rng.randrange(8)
+            out[i] = (ts, link, bytes(b))
+        return out
+
+    shuffled = G.tcp_reframe(tcp, rng, duplicate=0.3, overlap=0.3, retransmit=0.1)
+    add("tcp-shuffled-overlapping", shuffled)
+    add("tcp-swapped-across-segments", G.tcp_reframe(tcp, rng, pieces=(1, 2), shuffle=False, cross=0.5))
+    add("tcp-pieces-lost", drop(shuffled, 0.08))
+    add("tcp-shuffled-bitflip", flip(shuffled, 40))
+    add("tcp-tiny-pieces-lost", drop(G.tcp_reframe(tcp, rng, pieces=(6, 9)), 0.02))
+    ws, _ = G.to_websocket(udp, ("127.0.0.1", 15070), ("127.0.0.1", 15060),
+                           G.WsLeg(fragment=0.5, split=0.5, reorder=True, ping_every=3, seed=rng.randrange(1000)))
+    add("ws-fragmented", ws)
+    add("ws-segments-lost", drop(ws, 0.1))
+    add("ws-bitflip", flip(ws, 60))
+    noup, _ = G.to_websocket(udp, ("127.0.0.1", 15070), ("127.0.0.1", 15060), G.WsLeg(upgrade=False, bundle=0.3))
+    add("ws-no-upgrade-bundled-cut", noup[: len(noup) * 2 // 3])
+    hep, _ = G.to_hep(udp, G.HepOpt(agents={1: "10.0.0.1", 2: "10.0.0.2"}, pick=lambda p: 1 + p.index % 2))
+    add("hep-bitflip", flip(hep, 80))
+    htcp, _ = G.to_hep(udp, G.HepOpt(over_tcp=True, coalesce=4))
+    add("hep-tcp-cut", [(t, l, d[: rng.randrange(40, len(d) + 1)]) for t, l, d in htcp])
+    add("hep-tcp-lost", drop(htcp, 0.1))
     return cases
 
 
@@ -206,6 +259,7 @@ def generate(n: int = N_CASES, seed: int = 13, editcap: bool = True) -> list[Cas
     for c in CAPTURES:
         other = caps[rng.choice([x for x in ("udp6", "tcp4", "udp4") if x != c])]
         cases += capture_mutations(rng, c, caps[c], other, editcap and c in ("udp4", "tcp4", "hops2"))
+    cases += framing_mutations(rng)
     for f in ("thesis_small.log", "thesis_garbage.log"):
         cases += log_mutations(rng, f, (FIX / f).read_bytes())
     import io

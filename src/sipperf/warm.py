@@ -84,6 +84,15 @@ def _stream(name: str) -> Callable[[], None]:
     return step
 
 
+def _overload() -> None:
+    from sipperf.analysis.stream import stream_capture
+    from sipperf.ingest.capture.read import read_capture
+
+    cap = _root() / "tests" / "fixtures" / "overload_pairing" / "capture.pcapng.gz"
+    read_capture(cap)   # retransmissions of dropped copies: the pairing's second pass
+    stream_capture([cap], run_id="warm", label=cap.name, mode="inline", figures=False)
+
+
 #: (what, call): the public reading paths the chapters and ``sipperf analyze`` take
 STEPS: list[tuple[str, Callable[[], None]]] = [
     ("capture -> timeline -> components (tests/fixtures/udp4.pcapng)", _capture),
@@ -92,6 +101,7 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
     ("lab dataset timeline (datasets/lab/runs/rate-0100)", _lab_dataset),
     ("streaming analysis at a proxy (tests/fixtures/udp4.pcapng)", _stream("udp4.pcapng")),
     ("streaming analysis at an endpoint (tests/fixtures/endpoint.pcapng)", _stream("endpoint.pcapng")),
+    ("pairing past a proxy's knee, in memory and streamed (tests/fixtures/overload_pairing)", _overload),
 ]
 
 

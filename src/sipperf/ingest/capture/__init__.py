@@ -8,6 +8,7 @@ module                     what it does
 :mod:`.fast`               the bulk reader: drives the compiled scanner, builds the packet table
 :mod:`.scan`               the compiled single pass: records -> link -> IP -> UDP/TCP -> SIP fields
 :mod:`.sipmsg`             the same SIP rules in plain Python (pyshark engine; the scanner's twin)
+:mod:`.hep`                HEP v1/v2/v3 in plain Python (pyshark engine; tshark 4.0 has no HEP)
 :mod:`.pyshark_engine`     the packet table through tshark/pyshark (the reference engine)
 :mod:`.compact`            packet-table chunks as integer columns (the streaming analysis reads these)
 :mod:`.chunks`             one capture file as a stream of compact chunks (in process, helper, Dask)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import sys
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -144,6 +145,9 @@ class _State:
         self.hs = np.zeros(ps.NH, np.int64)
         self.he = np.zeros(2 * ps.NH, np.int64)
         self.dgram = np.empty(1 << 17, np.uint8)
+        self.op = np.zeros((16, ps.OOO_PIECES + 1, 6), np.int64)  # out-of-order TCP slots
+        self.ob = np.empty((16, ps.OOO_WINDOW), np.uint8)
+        self.st[ps.ST_OOO_T0MIN] = np.iinfo(np.int64).max
         # output columns of one call (reused; the compiled pass grows them when needed)
         cap = RECORDS_PER_CALL + 20000
         self.I = np.empty((ps.NI, cap), np.int64)
@@ -154,9 +158,12 @@ class _State:
         self._addr_arrow = None
 
     def ensure(self, records: int) -> None:
-        """Room for ``records`` more packets: 2 new addresses and 1 new flow each, at most."""
+        """Room for ``records`` more packets: 2 new addresses and 1 new flow each (a TCP
+        segment that completes many HEP packets may add more: the compiled pass then stops
+        before it, and the next call grows the table); a free slot in the out-of-order pool
+        (the pass stops when it is full: the pool doubles here, up to OOO_MAX_SLOTS)."""
         st = self.st
-        na = int(st[ps.ST_NADDR]) + 2 * records
+        na = int(st[ps.ST_NADDR]) + 2 * records + 64
         if na > self.alist.shape[0]:
             al = np.zeros((max(na, 2 * self.alist.shape[0]), 3), np.int64)
             al[:self.alist.shape[0]] = self.alist
@@ -166,6 +173,13 @@ class _State:
             ak, av = np.zeros((size, 3), np.int64), np.full(size, -1, np.int64)
             ps.rehash_addr(self.ak, self.av, ak, av)
             self.ak, self.av = ak, av
+        if st[ps.ST_OOO_ACTIVE] >= self.op.shape[0] and self.op.shape[0] < ps.OOO_MAX_SLOTS:
+            n = min(2 * self.op.shape[0], ps.OOO_MAX_SLOTS)  # the out-of-order pool is full
+            op = np.zeros((n,) + self.op.shape[1:], np.int64)
+            ob = np.empty((n, self.ob.shape[1]), np.uint8)
+            op[:self.op.shape[0]] = self.op
+            ob[:self.ob.shape[0]] = self.ob
+            self.op, self.ob = op, ob
         nf = int(st[ps.ST_NFLOW]) + records
         if nf > self.fs.shape[0]:
             fs = np.zeros((max(nf, 2 * self.fs.shape[0]), ps.NF), np.int64)
@@ -248,7 +262,7 @@ class _Builder:
             arr = pa.DictionaryArray.from_arrays(pa.array(ids), dictionary).dictionary_decode()
             cols[c] = ArrowStringArray(pa.chunked_array([arr]))
         tr = np.concatenate(self.ids["transport"])
-        arr = pa.DictionaryArray.from_arrays(pa.array(tr), pa.array(["udp", "tcp"], pa.large_string()))
+        arr = pa.DictionaryArray.from_arrays(pa.array(tr), pa.array(list(ps.TRANSPORTS), pa.large_string()))
         cols["transport"] = ArrowStringArray(pa.chunked_array([arr.dictionary_decode()]))
         for c in _STR_COLS:
             cols[c] = ArrowStringArray(pa.chunked_array(self.strs[c], pa.large_string()))
@@ -397,7 +411,8 @@ def iter_packets(path: str | os.PathLike, report: IngestReport | None = None, *,
     state = _State()
     st, cnt = state.st, state.cnt
     bar = None
-    if progress or (progress is None and fsize > 50_000_000):
+    # a bar only on a terminal: never in a pipe, a log or a notebook's captured output
+    if progress or (progress is None and fsize > 50_000_000 and sys.stderr.isatty()):
         from tqdm.auto import tqdm
         bar = tqdm(total=fsize, unit="B", unit_scale=True, desc=path.name, leave=False)
     out = _Builder()
@@ -411,9 +426,10 @@ def iter_packets(path: str | os.PathLike, report: IngestReport | None = None, *,
             res = ps.scan(src.buf, pos, src.end, src.eof, RECORDS_PER_CALL, RECORDS_PER_CALL,
                           st, cnt, state.ifs, state.ak, state.av, state.alist, state.tk, state.tv,
                           state.fs, state.arena, state.frs, state.frl, state.farena, state.scr,
-                          state.hs, state.he, state.dgram, ps.NAME_TAB, ps.NAME_LEN, ps.NAME_ID,
-                          state.I, state.O, state.V, state.D)
-            pos, status, n, state.I, state.O, state.V, state.D, state.arena, state.farena = res
+                          state.hs, state.he, state.dgram,
+                          state.I, state.O, state.V, state.D, state.op, state.ob)
+            (pos, status, n, state.I, state.O, state.V, state.D, state.arena, state.farena,
+             state.op, state.ob) = res
             if n:
                 out.add(n, state.I, state.O, state.V, state.D)
             if bar is not None:
@@ -445,10 +461,11 @@ def _finish(path: Path, src: _Source, state: _State, report: IngestReport, on_tr
     st, cnt = state.st, state.cnt
     report.read += int(st[ps.ST_FRAME])
     report.parsed += int(cnt[ps.C_PARSED])
-    for code, reason in ps.REASONS.items():
+    for code in ps.REASONS:
         if cnt[code]:
-            report.skip(reason, int(cnt[code]))
+            report.skip(reason_text(code, state.st), int(cnt[code]))
     pend = int(ps.pending_frames(state.fs, int(st[ps.ST_NFLOW]), state.frs, int(st[ps.ST_NFRAG])))
+    pend += int(ps.pending_out_of_order(state.op))
     if pend:
         report.skip(ps.REASONS[ps.R_INCOMPLETE], pend)
     err = int(st[ps.ST_ERR])
@@ -486,7 +503,88 @@ def _finish(path: Path, src: _Source, state: _State, report: IngestReport, on_tr
         report.notes.append(f"{path}: {int(st[ps.ST_MIDSTREAM])} TCP flows start mid-stream "
                             f"(no SYN); {int(st[ps.ST_DISCARD_BYTES])} TCP bytes outside any "
                             "complete SIP message were discarded")
+    transports_account(path, state, report)
     report.check()
+
+
+def _ports(xs: np.ndarray, base: int) -> list[int]:
+    return [int(p) for p in xs[base + 1:base + 1 + int(xs[base])]]
+
+
+def reason_text(code: int, xs: np.ndarray) -> str:
+    """The skip reason of counter ``code``; a TLS refusal names the server ports it saw
+    ("TLS on port 5061: encrypted SIP cannot be read — ...")."""
+    r = ps.REASONS[code]
+    if code in (ps.R_TLS, ps.R_WSS):
+        ports = _ports(xs, ps.XP_TLS if code == ps.R_TLS else ps.XP_WSS)
+        if ports:
+            what, rest = r.split(": ", 1)
+            r = f"{what} on port{'s' if len(ports) > 1 else ''} {', '.join(map(str, ports))}: {rest}"
+    return r
+
+
+def transports_account(path, state: _State, report: IngestReport) -> None:
+    """What the capture carried besides SIP in clear, in ``report.details["transports"]`` and
+    the notes: each refused class (packets, bytes), SIP over WebSocket, HEP (per capture agent,
+    with the collector's delay), and the TCP reassembly (out-of-order segments, gaps)."""
+    xs, cnt = state.st, state.cnt  # the extended counters live at the end of st
+    out: dict = {}
+    refused = {}
+    for code in ps.REFUSED:
+        if cnt[code]:
+            name = reason_text(code, xs)
+            refused[name] = {"packets": int(cnt[code]), "bytes": int(xs[ps.XB + code])}
+            report.notes.append(f"{path}: {name} ({int(cnt[code])} packets, "
+                                f"{int(xs[ps.XB + code])} payload bytes)")
+    if refused:
+        out["refused"] = refused
+    if xs[ps.X_WS_MSGS] or cnt[ps.R_WS_HANDSHAKE] or cnt[ps.R_WS_CONTROL]:
+        out["websocket"] = {"messages": int(xs[ps.X_WS_MSGS]), "fragmented": int(xs[ps.X_WS_FRAGMENTED]),
+                            "with_several_sip_messages": int(xs[ps.X_WS_MULTI]),
+                            "control_frames": int(xs[ps.X_WS_CTRL]), "server_ports": _ports(xs, ps.XP_WS)}
+        report.notes.append(f"{path}: SIP over WebSocket (RFC 7118) on port(s) "
+                            f"{', '.join(map(str, _ports(xs, ps.XP_WS))) or '?'}: {int(xs[ps.X_WS_MSGS])} "
+                            f"WebSocket messages ({int(xs[ps.X_WS_FRAGMENTED])} fragmented), "
+                            f"{int(xs[ps.X_WS_CTRL])} control frames; transport 'ws' in the packet table")
+    if xs[ps.X_HEP_MSGS] or xs[ps.X_HEP_V3] or xs[ps.X_HEP_V2] or xs[ps.X_HEP_V1]:
+        agents = []
+        for k in range(int(xs[ps.XA])):
+            b = ps.XA + 1 + k * ps.NAG
+            n = int(xs[b + ps.AG_N])
+            agents.append({"capture_id": int(xs[b + ps.AG_ID]), "sip_messages": n,
+                           "collector_minus_agent_ms": {
+                               "mean": xs[b + ps.AG_DSUM] / n / 1e6 if n else None,
+                               "min": int(xs[b + ps.AG_DMIN]) / 1e6, "max": int(xs[b + ps.AG_DMAX]) / 1e6}})
+        out["hep"] = {"sip_messages": int(xs[ps.X_HEP_MSGS]), "packets_v1": int(xs[ps.X_HEP_V1]),
+                      "packets_v2": int(xs[ps.X_HEP_V2]), "packets_v3": int(xs[ps.X_HEP_V3]),
+                      "time": "the agent's capture time (HEP time chunks), not the collector's",
+                      "without_time": int(xs[ps.X_HEP_NOTIME]), "agents": agents}
+        d = "; ".join(f"agent {a['capture_id']}: {a['sip_messages']} messages, received "
+                      f"{a['collector_minus_agent_ms']['mean']:.3f} ms later on average "
+                      f"(min {a['collector_minus_agent_ms']['min']:.3f}, max "
+                      f"{a['collector_minus_agent_ms']['max']:.3f})" for a in agents if a["sip_messages"])
+        report.notes.append(f"{path}: {int(xs[ps.X_HEP_MSGS])} SIP messages came encapsulated in HEP "
+                            f"from {len(agents)} capture agent(s), with the agents' original addresses, "
+                            f"ports and capture times (the HEP time chunks, not the time the collector "
+                            f"received them): {d}")
+        if xs[ps.X_HEP_NOTIME]:
+            report.notes.append(f"{path}: {int(xs[ps.X_HEP_NOTIME])} HEP packets (HEPv1 or without time "
+                                "chunks) carry no capture time: the collector's is used for them")
+    gaps = {"window": int(xs[ps.X_GAP_WINDOW]), f"waited_{ps.OOO_HOLD_NS // 10**9}s": int(xs[ps.X_GAP_HOLD]),
+            "capture_end": int(xs[ps.X_GAP_END])}
+    if xs[ps.X_OOO_STORED] or xs[ps.X_OOO_DUP] or any(gaps.values()):
+        out["tcp_reassembly"] = {"segments_out_of_order": int(xs[ps.X_OOO_STORED]),
+                                 "holes_filled": int(xs[ps.X_OOO_FILLED]),
+                                 "duplicates_of_waiting_bytes": int(xs[ps.X_OOO_DUP]),
+                                 "most_segments_waiting": int(xs[ps.X_OOO_MAXPIECES]), "gaps_declared": gaps}
+        report.notes.append(f"{path}: TCP reassembled by sequence number: {int(xs[ps.X_OOO_STORED])} segments "
+                            f"captured ahead of missing bytes waited for them ({int(xs[ps.X_OOO_FILLED])} "
+                            f"holes filled); holes never filled (gaps): {gaps['window']} beyond the "
+                            f"reassembly window, {int(xs[ps.X_GAP_HOLD])} after waiting "
+                            f"{ps.OOO_HOLD_NS // 10**9} s, "
+                            f"{gaps['capture_end']} at the end of the capture")
+    if out:
+        report.details.setdefault("transports", {}).update(out)
 
 
 def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",

@@ -13,7 +13,16 @@ Traps handled here:
   a worker thread with a fresh loop, so a notebook just calls :func:`read_packets`;
 * a truncated capture makes tshark crash after the last good packet (TSharkCrashException):
   re-raised as :class:`IngestError` naming the packet; a file that is not a capture (pyshark
-  silently yields nothing) is refused up front by its magic number.
+  silently yields nothing) is refused up front by its magic number;
+* TCP segments captured out of order are reassembled by sequence number
+  (``tcp.reassemble_out_of_order``, off by default in Wireshark 4.0): as the bulk reader does;
+* SIP over WebSocket is dissected after the HTTP Upgrade (transport ``ws``); HEP, which tshark
+  4.0 does not know, is decoded by :mod:`sipperf.ingest.capture.hep` from the UDP payload.
+
+Known differences, where the bulk reader is the reference: tshark reads only the first SIP
+message of a WebSocket message that holds several, and when one WebSocket message or one
+out-of-order TCP segment completes several SIP messages its ``msg_hdr`` runs past the first
+one's header block, so the size column is not reliable there.
 """
 from __future__ import annotations
 
@@ -25,11 +34,13 @@ from pathlib import Path
 import pandas as pd
 
 from sipperf.timeline import IngestError, IngestReport
+from sipperf.ingest.capture import hep as hepmod
 from sipperf.ingest.capture import sipmsg
 from sipperf.ingest.capture.fast import COLUMNS, _to_frame, scan_structure
 
 #: tshark options common to every mode
 DISABLED_PROTOCOLS = "sdp"
+PREFS = {"tcp.reassemble_out_of_order": "TRUE"}
 #: skip reasons shared with the bulk reader
 TRUNCATED, CORRUPT = "truncated record", "corrupt record"
 NO_TIMESTAMP = "pcapng simple packet block (no timestamp)"
@@ -154,7 +165,7 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
 
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     cap = pyshark.FileCapture(path, keep_packets=False, disable_protocol=DISABLED_PROTOCOLS,
-                              decode_as=decode_as, eventloop=eventloop)
+                              decode_as=decode_as, eventloop=eventloop, override_prefs=dict(PREFS))
     last = 0
     try:
         for pkt in cap:
@@ -163,10 +174,13 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
             report.read += 1
             last = int(pkt.number)
             sips = pkt.get_multiple_layers("sip")
+            stamp = pkt.frame_info.get_field("time_epoch")
             if not sips:
+                if stamp is not None and str(stamp).strip() and _hep_rows(pkt, last, epoch_ns(stamp),
+                                                                           cols, report):
+                    continue
                 report.skip("no SIP layer (tshark)")
                 continue
-            stamp = pkt.frame_info.get_field("time_epoch")
             if stamp is None or not str(stamp).strip():
                 report.skip(NO_TIMESTAMP)  # a pcapng simple packet block: as the bulk reader
                 continue
@@ -177,6 +191,8 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
                 src, dst = pkt.ipv6.src, pkt.ipv6.dst
             tr = "udp" if "udp" in pkt else "tcp"
             l4 = pkt[tr]
+            if "websocket" in pkt:
+                tr = "ws"
             starts = [_start(s) for s in sips[1:]] + [None]
             good = 0
             bad = None
@@ -213,6 +229,44 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
         if hasattr(cap, "_running_processes"):
             cap._running_processes.clear()
     return _to_frame(cols)
+
+
+def _hep_rows(pkt, frame: int, ts_pkt: int, cols: dict[str, list], report: IngestReport) -> bool:
+    """A UDP packet tshark did not dissect as SIP that is HEP: its SIP rows (the agent's
+    addresses, ports and time) and its account; False if it is not HEP."""
+    if "udp" not in pkt:
+        return False
+    raw = pkt.udp.get_field("payload")
+    if raw is None:
+        return False
+    data = bytes.fromhex(str(raw).replace(":", ""))
+    try:
+        h = hepmod.decode(data)
+    except hepmod.HepError:
+        report.skip("HEP packet malformed")
+        return True
+    if h is None:
+        return False
+    if h.proto_type not in (-1, hepmod.SIP):
+        report.skip("HEP packet carrying no SIP (another payload type)")
+        return True
+    if h.payload is None:
+        report.skip("HEP compressed payload (chunk 0x0010): not read" if h.compressed else "HEP packet malformed")
+        return True
+    msgs = hepmod.sip_messages(h)
+    good = [(f, n) for f, n in msgs if not f.error]
+    if not good:
+        report.skip(next((f.error for f, _ in msgs if f.error), "HEP packet carrying no SIP (another payload type)"))
+        return True
+    for f, size in good:
+        row = {"frame": frame, "ts_ns": h.ts_ns if h.ts_ns is not None else ts_pkt, "src": h.src,
+               "sport": h.sport, "dst": h.dst, "dport": h.dport, "transport": "tcp" if h.ip_proto == 6 else "udp",
+               "size": size}
+        fd = f._asdict()
+        for c in COLUMNS:
+            cols[c].append(row[c] if c in row else fd[c])
+    report.parsed += 1
+    return True
 
 
 def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",

@@ -17,15 +17,27 @@ file                   what it does
 :mod:`.packet`         one packet: link (Ethernet with 802.1Q/802.1ad/QinQ tags, LLC/SNAP, PPPoE,
                        MPLS; Linux cooked SLL/SLL2; BSD null/loopback; raw IP), IPv4 (options; a
                        total length of 0, as TSO captures have, means "to the end of the captured
-                       bytes") and IPv6 (extension headers), the tunnels (IP-in-IP, GRE/ERSPAN,
-                       VXLAN) and the dispatch to UDP (one SIP message per datagram, bounded by
-                       the UDP length) or TCP
+                       bytes"; AH skipped) and IPv6 (extension headers), the tunnels (IP-in-IP,
+                       GRE/ERSPAN, VXLAN) and the dispatch to UDP (one SIP message per datagram,
+                       bounded by the UDP length; a HEP packet on any port; SigComp, DTLS and
+                       UDP-encapsulated ESP named) or TCP; SCTP and ESP refused by name
 :mod:`.ipfrag`         IPv4/IPv6 fragment reassembly (later data at the same offset replaces
                        earlier)
-:mod:`.tcp`            a byte stream per flow (sequence numbers; retransmitted/overlapping bytes
-                       dropped; a gap discards the partial message), messages framed by
-                       Content-Length; bytes that do not start with a SIP start line (a capture
-                       that begins mid-message) discarded up to the next start line and counted
+:mod:`.tcp`            a byte stream per flow, placed by sequence number whatever the order the
+                       segments were captured in (the first captured copy of a byte wins; a
+                       message's time is that of the segment completing it; a hole that is
+                       never filled is a counted gap), then cut by the flow's framing: SIP
+                       (Content-Length), HTTP Upgrade + WebSocket, HEPv3, or a named refusal
+                       (TLS, WebSocket over TLS, SigComp)
+:mod:`.reorder`        the out-of-order pool: bytes waiting for a hole to fill, bounded per
+                       connection (64 KiB, 64 segments) and in all (1024 connections)
+:mod:`.ws`             SIP over WebSocket (RFC 7118): the HTTP Upgrade, frames (masked or not,
+                       fragmented, control frames), found by content when the upgrade is not
+                       in the capture
+:mod:`.hep`            HEPv1/v2/v3 (EEP) from capture agents: the SIP inside, with the agent's
+                       addresses, ports and capture time
+:mod:`.messages`       SIP messages cut from a span of bytes (Content-Length, start lines): TCP
+                       streams, WebSocket messages, HEP payloads
 :mod:`.tables`         address and TCP-flow interning (hash tables, rehash when grown)
 :mod:`.sip`            one SIP message: start line, header block, unfolding, compact names, first
                        occurrence, malformed CSeq/status/Call-ID -- the rules of
@@ -57,10 +69,9 @@ reference counting (:func:`.primitives._borrow`).  ``bench/ingest.py`` measures 
 ``bench/scale.py`` the compiled pass alone.
 
 Where new protocol support goes: another link type, tunnel or encapsulation carried in UDP
-(HEP, say) is a branch of the layer loop in :func:`.packet._packet`, beside VXLAN; another way
-to place TCP bytes (reassembly across out-of-order segments) is the sequence part of
-:func:`.tcp._tcp`; another framing of the stream (SIP over WebSocket) is an alternative to its
-Content-Length loop for the flows that carry it.
+is a branch of the layer loop in :func:`.packet._packet` (as VXLAN, and HEP in :mod:`.hep`);
+another framing of a TCP stream is a mode of :func:`.tcp._deliver` (as WebSocket in
+:mod:`.ws`), chosen from the stream's first bytes by :func:`.tcp._detect`.
 
 numba's cache (``cache=True``): numba judges a cached function fresh by the ONE file that
 defines it, so an edit to a helper file would leave :func:`scan`'s old machine code in use.
@@ -74,7 +85,7 @@ every other compiled function is part of :func:`scan`'s code).
 """
 from . import cache  # first: the cache locator must be in place before any @njit(cache=True)
 from .layout import *  # noqa: F401,F403  (the constants: I_*, S_*, REASONS, ST_*, NAME_TAB, ...)
-from .records import pending_frames, scan
+from .records import pending_frames, pending_out_of_order, scan
 from .sip import header_end, parse_sip
 from .tables import rehash_addr, rehash_flows
 from .tcp import compact_arena

@@ -24,7 +24,10 @@ NULL = -1  # in the nullable int columns
  R_TCP_RETRANS, R_TCP_GAP, R_TCP_NOT_SIP, R_TCP_KEEPALIVE, R_MAL_CSEQ, R_MAL_STATUS,
  R_INCOMPLETE, R_TCP_TOO_BIG, R_FRAG_LIMIT, R_UNDEF_IF, R_NO_TS, R_NESTED_FRAG,
  R_MAL_CALLID) = range(21)
-NCNT = 21
+# what a capture may carry besides SIP in clear, each named (issue 23)
+(R_TCP_WINDOW, R_WS_HANDSHAKE, R_WS_CONTROL, R_WS_NOT_SIP, R_HTTP, R_HEP_NOT_SIP,
+ R_HEP_COMPRESSED, R_HEP_BAD, R_TLS, R_WSS, R_DTLS, R_SCTP, R_ESP, R_SIGCOMP) = range(21, 35)
+NCNT = 35
 REASONS: dict[int, str] = {
     R_NOT_IP: "not IP",
     R_LINK: "link type unsupported",
@@ -46,13 +49,31 @@ REASONS: dict[int, str] = {
     R_UNDEF_IF: "pcapng packet names an undefined interface",
     R_NO_TS: "pcapng simple packet block (no timestamp)",
     R_NESTED_FRAG: "IP fragment inside a reassembled datagram (unsupported)",
+    R_TCP_WINDOW: "TCP gap declared: out-of-order data beyond the reassembly window "
+                  "(64 KiB or 64 segments waiting on one connection)",
+    R_WS_HANDSHAKE: "WebSocket handshake (HTTP Upgrade)",
+    R_WS_CONTROL: "WebSocket control frame (ping/pong/close)",
+    R_WS_NOT_SIP: "WebSocket data not SIP",
+    R_HTTP: "HTTP, not a WebSocket upgrade",
+    R_HEP_NOT_SIP: "HEP packet carrying no SIP (another payload type)",
+    R_HEP_COMPRESSED: "HEP compressed payload (chunk 0x0010): not read",
+    R_HEP_BAD: "HEP packet malformed",
+    R_TLS: "TLS: encrypted SIP cannot be read — capture before TLS or use the proxy's key log",
+    R_WSS: "WebSocket over TLS (wss://): encrypted SIP cannot be read — capture before TLS or "
+           "use the gateway's key log",
+    R_DTLS: "DTLS: encrypted, cannot be read",
+    R_SCTP: "SCTP: SIP over SCTP is not read",
+    R_ESP: "ESP (IPsec): encrypted, cannot be read",
+    R_SIGCOMP: "compressed SigComp (RFC 3320): not read",
 }
+#: the classes refused by name (their packets and bytes are in the account, xs[XB + code])
+REFUSED = (R_TLS, R_WSS, R_DTLS, R_SCTP, R_ESP, R_SIGCOMP, R_HEP_COMPRESSED)
 
 # ------------------------------------------------------------------------- scalar state (st)
 (ST_FMT, ST_BIG, ST_LINK, ST_TSMUL, ST_RECHDR, ST_FRAME, ST_NIF, ST_ERR, ST_ERR_POS,
  ST_ERR_FRAME, ST_BADLINK, ST_UNDEF_POS, ST_NADDR, ST_NFLOW, ST_ARENA, ST_NFRAG, ST_FARENA,
- ST_MIDSTREAM, ST_DISCARD_BYTES, ST_TS_ZERO, ST_TS_NONZERO, ST_SECTIONS, ST_MAXPEND) = range(23)
-NST = 24
+ ST_MIDSTREAM, ST_DISCARD_BYTES, ST_TS_ZERO, ST_TS_NONZERO, ST_SECTIONS, ST_MAXPEND,
+ ST_OOO_ACTIVE, ST_OOO_T0MIN, ST_NR) = range(26)  # NST: below, with the slots after XS0
 FMT_PCAP, FMT_PCAPNG = 0, 1
 ERR_NONE, ERR_TRUNC, ERR_CORRUPT = 0, 1, 2
 # scan() status
@@ -69,9 +90,43 @@ I31_MAX = 2147483647
 IF_LINK, IF_NUM, IF_DEN, IF_OFF = 0, 1, 2, 3
 MAX_IF = 4096
 
-# TCP flow state columns (fs)
+# TCP flow state columns (fs): stream region in the arena, pending packets, the framing mode,
+# the out-of-order slot (+1; 0 = none), the WebSocket message being assembled
+# and, for emitting rows outside the flow's own packets (a gap declared later), its address
+# ids and ports
 F_NEXT, F_OFF, F_CAP, F_HEAD, F_LEN, F_PEND, F_SEEN = range(7)
-NF = 8
+(F_MODE, F_SLOT, F_WS_ASM, F_WS_POS, F_WS_OP, F_SID, F_DID, F_SPORT, F_DPORT) = range(7, 16)
+NF = 16
+# framing modes of a TCP flow (decided from the first bytes of its stream)
+(M_UNKNOWN, M_SIP, M_HTTP, M_WS, M_HEP, M_TLS, M_WSS, M_SIGCOMP) = range(8)
+# transports in the packet table (I_TRANSPORT)
+TR_UDP, TR_TCP, TR_WS = 0, 1, 2
+TRANSPORTS = ("udp", "tcp", "ws")
+
+# out-of-order TCP data: a pool of slots, one per connection waiting for missing bytes
+OOO_WINDOW = 65536          # bytes beyond the next expected one a connection may hold
+OOO_PIECES = 64             # stored segments (pieces) per connection
+OOO_MAX_SLOTS = 1024        # connections waiting at once (the pool grows up to this)
+OOO_HOLD_NS = 10_000_000_000  # a hole not filled within this capture time is a gap
+# slot meta row op[s, 0, :]: flow, pieces, fill, oldest ts, used; pieces op[s, 1 + k, :]
+OS_FLOW, OS_N, OS_FILL, OS_T0, OS_USED = 0, 1, 2, 3, 4
+P_SEQ, P_LEN, P_OFF, P_W, P_FRAME, P_TS = range(6)
+
+# more state at the end of st (not an array of its own: every array argument of the per-packet
+# calls costs time): bytes per refused class, ports seen, HEP agents, reassembly figures
+XS0 = 32
+XB = XS0                     # st[XB + code]: payload bytes of the packets counted under code
+XP_TLS, XP_WSS, XP_WS = XS0 + 64, XS0 + 80, XS0 + 96   # [n, port1..port8] each
+NPORTS = 8
+(X_OOO_STORED, X_OOO_FILLED, X_GAP_WINDOW, X_GAP_HOLD, X_GAP_END, X_OOO_DUP, X_WS_MSGS,
+ X_WS_FRAGMENTED, X_WS_CTRL, X_WS_MULTI, X_HEP_MSGS, X_HEP_V1, X_HEP_V2, X_HEP_V3,
+ X_HEP_NOTIME, X_OOO_MAXPIECES) = range(XS0 + 112, XS0 + 128)
+XA = XS0 + 128               # HEP agents: st[XA] = n, then NAGENT rows of AG_* columns
+NAGENT = 32
+AG_ID, AG_N, AG_DSUM, AG_DMIN, AG_DMAX = range(5)
+NAG = 5
+NST = XA + 1 + NAGENT * NAG + 8
+
 # fragment slots (frs): key (6), total, nfrags, nframes, used, last frame ; fragments (frl)
 FR_KEY, FR_TOTAL, FR_NFRAG, FR_NFRAMES, FR_USED = 0, 6, 7, 8, 9
 NFR = 10
@@ -94,3 +149,17 @@ NAME_ID = np.array([i for _, i in _NAMES], np.int64)
 NAME_TAB = np.zeros((len(_NAMES), 24), np.uint8)
 for _k, (_n, _i) in enumerate(_NAMES):
     NAME_TAB[_k, :len(_n)] = np.frombuffer(_n.encode(), np.uint8)
+# header-name lookup by (length, first letter): NAME_FIRST[n, c] is the first entry of NAME_TAB
+# with that length and first letter, NAME_NEXT the next one (-1: none) -- one or two
+# comparisons per header line instead of a walk through the whole table
+NAME_FIRST = np.full((25, 128), -1, np.int64)
+NAME_NEXT = np.full(len(_NAMES), -1, np.int64)
+for _k, (_n, _i) in enumerate(_NAMES):
+    _c = ord(_n[0])
+    if NAME_FIRST[len(_n), _c] < 0:
+        NAME_FIRST[len(_n), _c] = _k
+    else:
+        _j = NAME_FIRST[len(_n), _c]
+        while NAME_NEXT[_j] >= 0:
+            _j = NAME_NEXT[_j]
+        NAME_NEXT[_j] = _k

@@ -11,7 +11,10 @@ The walk is a loop over layers (at most 8), with ``kind`` the header that starts
 * tunnels: IP-in-IP, GRE (and ERSPAN II/III) and VXLAN (UDP port 4789) send the walk round
   again with the inner header;
 * transport: UDP carries one SIP message per datagram (payload bounded by the UDP length,
-  :func:`.sip._emit`); TCP goes to the flow's byte stream (:func:`.tcp._tcp`).
+  :func:`.sip._emit`), or a HEP packet from a capture agent on any port (:mod:`.hep`); a UDP
+  payload that is neither is named when it can be (:func:`_udp_other`: SigComp, DTLS, ESP in
+  UDP); TCP goes to the flow's byte stream (:func:`.tcp._tcp`); SCTP and ESP are refused by
+  name, their bytes counted (``st[XB + code]``); IPv4 AH is skipped (it encrypts nothing).
 
 Every outcome is one counter of ``cnt``, weighted by ``w`` (the packets a reassembled datagram
 stands for).
@@ -21,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .hep import _hep, hep2_len, is_hep3
 from .ipfrag import _frag
-from .layout import (C_PARSED, R_LINK, R_NESTED_FRAG, R_NOT_IP, R_NOT_L4, R_SHORT, R_SNAPPED,
-                     R_UDP_NOT_SIP, ST_BADLINK)
+from .layout import (C_PARSED, R_DTLS, R_ESP, R_LINK, R_NESTED_FRAG, R_NOT_IP, R_NOT_L4,
+                     R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED, R_UDP_NOT_SIP, ST_BADLINK, XB)
 from .primitives import _be16, _be32, _be64, _u32
 from .sip import _emit
 from .tables import _addr_id, _flow_id
@@ -34,8 +38,8 @@ K_ETH, K_IP4, K_IP6, K_NONE = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def _packet(a, p0, n0, link, frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he, name_tab,
-            name_len, name_id, ak, av, alist, tk, tv, fs, arena, frs, frl, farena, dgram):
+def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, tk, tv, fs, arena, frs, frl, farena, dgram, op,
+            ob):
     """Decode one packet a[p0:p0+n0] down to SIP; every outcome is counted in cnt."""
     e = p0 + n0
     off = p0
@@ -256,6 +260,16 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he
             w = frames
             reassembled = True
         # ---- transport
+        if proto == 51 and kind == K_IP4:  # IPv4 AH: authenticated, not encrypted: skip it
+            if ps + 8 > pe:
+                cnt[R_SHORT] += w
+                return
+            nn = a[ps]
+            ps += (np.int64(a[ps + 1]) + 2) * 4
+            proto = nn
+            if ps > pe:
+                cnt[R_SHORT] += w
+                return
         if proto == 4 or proto == 41:  # IP in IP
             off = ps
             e = pe
@@ -312,15 +326,23 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he
                 e = ue
                 kind = K_ETH
                 continue
+            p = ps + 8
+            if is_hep3(a, p, ue):  # HEPv3 from a capture agent, any port
+                cnt[_hep(a, p, ue, frame, ts, st, I, O, V, D, dl, scr, hs, he, ak, av, alist)] += w
+                return
             sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
             did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
-            code, _h, _c = _emit(a, ps + 8, ue, False, sid, did, sport, dport, 0, frame, ts,
-                                 ue - ps - 8, st, nr, I, O, V, D, dl, scr, hs, he, name_tab,
-                                 name_len, name_id)
+            code, _h, _c = _emit(a, p, ue, False, sid, did, sport, dport, 0, frame, ts,
+                                 ue - ps - 8, st, I, O, V, D, dl, scr, hs, he)
             if code == 1:
                 cnt[C_PARSED] += w
             elif code == 0:
-                cnt[R_UDP_NOT_SIP] += w
+                r = _udp_other(a, p, ue, sport, dport)
+                if r == C_PARSED:  # HEPv1/v2
+                    r = _hep(a, p, ue, frame, ts, st, I, O, V, D, dl, scr, hs, he, ak, av, alist)
+                elif r != R_UDP_NOT_SIP:
+                    st[XB + r] += ue - p
+                cnt[r] += w
             else:
                 cnt[code] += w
             return
@@ -332,7 +354,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he
             dport = _be16(a, ps + 2)
             seq = _be32(a, ps + 4)
             thl = (a[ps + 12] >> 4) * 4
-            flags = a[ps + 13]
+            flags = np.int64(a[ps + 13])
             if thl < 20 or ps + thl > pe:
                 cnt[R_SHORT] += w
                 return
@@ -340,9 +362,37 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he
                          (sport << 16) | dport)
             sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
             did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
-            _tcp(fs, f, arena, a, ps + thl, pe, seq, (flags & 2) != 0, w, sid, did, sport, dport,
-                 frame, ts, st, cnt, nr, I, O, V, D, dl, scr, hs, he, name_tab, name_len, name_id)
+            _tcp(fs, f, arena, a, ps + thl, pe, seq, flags, w, sid, did, sport, dport, frame, ts,
+                 st, cnt, I, O, V, D, dl, scr, hs, he, ak, av,
+                 alist, op, ob)
+            return
+        if proto == 132:  # SCTP
+            cnt[R_SCTP] += w
+            st[XB + R_SCTP] += pe - ps
+            return
+        if proto == 50:  # ESP
+            cnt[R_ESP] += w
+            st[XB + R_ESP] += pe - ps
             return
         cnt[R_NOT_L4] += w
         return
     cnt[R_SHORT] += w
+
+
+@njit(cache=True)
+def _udp_other(a, p, e, sport, dport):
+    """What a UDP payload that is not SIP in clear is: C_PARSED for a HEPv1/v2 packet (to be
+    decoded), else the reason it is skipped."""
+    if e - p < 1:
+        return R_UDP_NOT_SIP
+    c0 = a[p]
+    if (c0 == 1 or c0 == 2) and hep2_len(a, p, e) > 0:
+        return C_PARSED
+    if c0 >= 0xF8:
+        return R_SIGCOMP
+    if (c0 >= 0x14 and c0 <= 0x17) and e - p >= 13 and a[p + 1] == 0xFE and a[p + 2] >= 0xFC:
+        return R_DTLS
+    if (sport == 4500 or dport == 4500) and e - p >= 8 and not (a[p] == 0 and a[p + 1] == 0
+                                                                and a[p + 2] == 0 and a[p + 3] == 0):
+        return R_ESP
+    return R_UDP_NOT_SIP

@@ -14,13 +14,15 @@ from numba import njit
 
 from .layout import (DONE, ERR_CORRUPT, ERR_TRUNC, F_PEND, FMT_PCAP, FR_NFRAMES, FR_USED, IF_DEN,
                      IF_LINK, IF_NUM, IF_OFF, MAX_HDR, MAX_IF, MAX_PCAP_RECORD, MAX_PCAPNG_BLOCK,
-                     MORE_RECORDS, NEED_DATA, NI, NS, R_NO_TS, R_UNDEF_IF, ST_ARENA, ST_BIG,
-                     ST_ERR, ST_ERR_FRAME, ST_ERR_POS, ST_FARENA, ST_FMT, ST_FRAME, ST_LINK,
-                     ST_MAXPEND, ST_NFLOW, ST_NIF, ST_RECHDR, ST_SECTIONS, ST_TSMUL, ST_TS_NONZERO,
-                     ST_TS_ZERO, ST_UNDEF_POS)
+                     MORE_RECORDS, NEED_DATA, NI, NS, OOO_HOLD_NS, OOO_MAX_SLOTS, OOO_WINDOW,
+                     OS_USED, R_NO_TS, R_UNDEF_IF, ST_ARENA, ST_BIG, ST_ERR, ST_ERR_FRAME,
+                     ST_ERR_POS, ST_FARENA, ST_FMT, ST_FRAME, ST_LINK, ST_MAXPEND, ST_NADDR,
+                     ST_NFLOW, ST_NIF, ST_NR, ST_OOO_ACTIVE, ST_OOO_T0MIN, ST_RECHDR, ST_SECTIONS,
+                     ST_TSMUL, ST_TS_NONZERO, ST_TS_ZERO, ST_UNDEF_POS)
 from .packet import _packet
 from .primitives import _borrow, _u16, _u32
-from .tcp import compact_arena
+from .reorder import waiting
+from .tcp import compact_arena, expire_one
 
 
 @njit(cache=True)
@@ -39,26 +41,58 @@ def _ts_ns(raw_hi, raw_lo, num, den):
 
 
 @njit(cache=True)
+def _room(st, I, O, V, D, dl, cl):
+    """Output columns with room for what cl bytes of SIP can produce (grown when needed)."""
+    cap = I.shape[1]
+    r = st[ST_NR]
+    if r + cl // 8 + 16 > cap:
+        cap2 = max(2 * cap, r + cl // 8 + 16)
+        I2 = np.empty((NI, cap2), np.int64)
+        O2 = np.empty((NS, cap2 + 1), np.int64)
+        V2 = np.empty((NS, cap2), np.uint8)
+        I2[:, :r] = I[:, :r]
+        O2[:, :r + 1] = O[:, :r + 1]
+        V2[:, :r] = V[:, :r]
+        I = I2
+        O = O2
+        V = V2
+    need = cl + MAX_HDR + 65536
+    dmax = 0
+    for c in range(NS):
+        if dl[c] > dmax:
+            dmax = dl[c]
+    if dmax + need > D.shape[1]:
+        D2 = np.empty((NS, 2 * D.shape[1] + need), np.uint8)
+        for c in range(NS):
+            D2[c, :dl[c]] = D[c, :dl[c]]
+        D = D2
+    return I, O, V, D
+
+
+@njit(cache=True)
 def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist, tk, tv, fs,
-         arena, frs, frl, farena, scr, hs, he, dgram, name_tab, name_len, name_id, I, O, V, D):
+         arena, frs, frl, farena, scr, hs, he, dgram, I, O, V, D, op, ob):
     """Walk the records of buf[pos:end] (the file's bytes from some record boundary).
 
-    Stops after ``max_records`` records or ``max_rows`` rows (MORE_RECORDS), at a record that
-    is not complete in the buffer (NEED_DATA; at ``eof`` a truncation error instead), or at
-    the end (DONE).  The rows go to I, O, V, D (reused between calls; grown when needed).
-    Returns (pos, status, nrows, I, O, V, D, arena, farena)."""
-    cap = I.shape[1]
+    Stops after ``max_records`` records or ``max_rows`` rows (MORE_RECORDS; also before a
+    record that could overflow the address table or the out-of-order pool: the caller grows
+    them), at a record that is not complete in
+    the buffer (NEED_DATA; at ``eof`` a truncation error instead), or at the end (DONE: the
+    TCP bytes still waiting out of order are then replayed past their holes).  The rows go to
+    I, O, V, D (reused between calls; grown when needed).
+    Returns (pos, status, nrows, I, O, V, D, arena, farena, op, ob)."""
     for c in range(NS):
         O[c, 0] = 0
     dl = np.zeros(NS, np.int64)
-    nr = np.zeros(1, np.int64)
+    st[ST_NR] = 0  # rows written by this call
     recs = 0
     status = DONE
     fmt = st[ST_FMT]
     while True:
-        if recs >= max_records or nr[0] >= max_rows:
+        if recs >= max_records or st[ST_NR] >= max_rows:
             status = MORE_RECORDS
             break
+        rec_pos = pos
         if fmt == FMT_PCAP:
             hl = st[ST_RECHDR]
             big = st[ST_BIG] != 0
@@ -234,6 +268,16 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
             pos += blen
         if not has_pkt:
             continue
+        # new addresses this packet may add: two, and two per HEP packet a TCP segment of
+        # this size may complete; if the table could overflow, or the out-of-order pool is
+        # full, stop before this record (the caller grows them, fast._State.ensure, and
+        # comes back)
+        na = st[ST_NADDR] + 2 + caplen // 32
+        if na > alist.shape[0] or 2 * na > ak.shape[0] or (st[ST_OOO_ACTIVE] >= op.shape[0]
+                                                            and op.shape[0] < OOO_MAX_SLOTS):
+            pos = rec_pos
+            status = MORE_RECORDS
+            break
         recs += 1
         st[ST_FRAME] += 1
         frame = st[ST_FRAME]
@@ -249,9 +293,11 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
             st[ST_TS_ZERO] += 1
         else:
             st[ST_TS_NONZERO] += 1
-        # room for whatever this packet can produce (a reassembled datagram may exceed caplen)
-        cl = max(caplen, 131072)
-        r = nr[0]
+        # room for whatever this packet can produce (a reassembled datagram may exceed
+        # caplen; a TCP gap declared before it replays up to a window of waiting bytes)
+        cl = max(caplen, 131072) + OOO_WINDOW
+        cap = I.shape[1]
+        r = st[ST_NR]
         if r + cl // 8 + 16 > cap:
             cap2 = max(2 * cap, r + cl // 8 + 16)
             I2 = np.empty((NI, cap2), np.int64)
@@ -263,7 +309,6 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
             I = I2
             O = O2
             V = V2
-            cap = cap2
         need = cl + MAX_HDR + 65536
         dmax = 0
         for c in range(NS):
@@ -283,21 +328,63 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
             fa2 = np.empty(2 * farena.shape[0] + cl, np.uint8)
             fa2[:st[ST_FARENA]] = farena[:st[ST_FARENA]]
             farena = fa2
-        _packet(_borrow(buf), data, caplen, link, frame, ts, _borrow(st), _borrow(cnt), _borrow(nr),
-                _borrow(I), _borrow(O), _borrow(V), _borrow(D), _borrow(dl), _borrow(scr),
-                _borrow(hs), _borrow(he), _borrow(name_tab), _borrow(name_len), _borrow(name_id),
-                _borrow(ak), _borrow(av), _borrow(alist), _borrow(tk), _borrow(tv), _borrow(fs),
-                _borrow(arena), _borrow(frs), _borrow(frl), _borrow(farena), _borrow(dgram))
-    return pos, status, nr[0], I, O, V, D, arena, farena
+        # a hole that waited too long is a gap (one per packet; the room above covers it)
+        if st[ST_OOO_ACTIVE] > 0 and ts - st[ST_OOO_T0MIN] > OOO_HOLD_NS:
+            expire_one(ts, False, _borrow(fs), _borrow(arena), _borrow(st), _borrow(cnt), _borrow(I), _borrow(O), _borrow(V), _borrow(D), _borrow(dl), _borrow(scr),
+                       _borrow(hs), _borrow(he), _borrow(ak), _borrow(av), _borrow(alist), _borrow(op), _borrow(ob))
+        _packet(_borrow(buf), data, caplen, link, frame, ts, _borrow(st), _borrow(cnt), _borrow(I), _borrow(O), _borrow(V), _borrow(D), _borrow(dl), _borrow(scr),
+                _borrow(hs), _borrow(he), _borrow(ak), _borrow(av), _borrow(alist), _borrow(tk), _borrow(tv), _borrow(fs),
+                _borrow(arena), _borrow(frs), _borrow(frl), _borrow(farena), _borrow(dgram),
+                _borrow(op), _borrow(ob))
+    if status == DONE:
+        # the end of the capture: what still waits for missing bytes never gets them
+        for _i in range(op.shape[0] * 70):
+            if st[ST_OOO_ACTIVE] == 0:
+                break
+            I, O, V, D = _room(st, I, O, V, D, dl, 131072 + OOO_WINDOW)
+            arena, did = _expire(np.iinfo(np.int64).max, True, st, cnt, I, O, V, D, dl, scr,
+                                 hs, he, ak, av, alist, fs, arena, op, ob)
+            if not did:
+                break
+    return pos, status, st[ST_NR], I, O, V, D, arena, farena, op, ob
+
+
+@njit(cache=True)
+def _expire(now, force, st, cnt, I, O, V, D, dl, scr, hs, he,
+            ak, av, alist, fs, arena, op, ob):
+    """Declare one hole that waited too long (any if ``force``) a gap, after making room in the
+    arena (the caller made room in the columns: one hole replays at most a window of bytes).
+    Returns (arena, whether a hole was declared)."""
+    room = 4 * (st[ST_MAXPEND] + OOO_WINDOW) + 512
+    if st[ST_ARENA] + room > arena.shape[0]:
+        arena, used, mx = compact_arena(fs, st[ST_NFLOW], arena, 2 * room)
+        st[ST_ARENA] = used
+        st[ST_MAXPEND] = mx
+    did = expire_one(now, force, _borrow(fs), _borrow(arena), _borrow(st), _borrow(cnt),
+                     _borrow(I), _borrow(O), _borrow(V), _borrow(D), _borrow(dl),
+                     _borrow(scr), _borrow(hs), _borrow(he), _borrow(ak), _borrow(av),
+                     _borrow(alist), _borrow(op), _borrow(ob))
+    return arena, did
 
 
 @njit(cache=True)
 def pending_frames(fs, nflow, frs, nfrag):
-    """Packets still waiting in TCP buffers or fragment tables (for the final account)."""
+    """Packets still waiting in TCP buffers or fragment tables (for the final account; those
+    waiting out of order: :func:`pending_out_of_order`)."""
     n = 0
     for f in range(nflow):
         n += fs[f, F_PEND]
     for i in range(nfrag):
         if frs[i, FR_USED]:
             n += frs[i, FR_NFRAMES]
+    return n
+
+
+@njit(cache=True)
+def pending_out_of_order(op):
+    """Packets whose TCP bytes still wait in the out-of-order pool."""
+    n = 0
+    for s in range(op.shape[0]):
+        if op[s, 0, OS_USED]:
+            n += waiting(op, s)
     return n

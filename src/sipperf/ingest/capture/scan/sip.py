@@ -12,8 +12,8 @@ from __future__ import annotations
 from numba import njit
 
 from .layout import (H_CALLID, H_CLEN, H_CSEQ, H_VIA, I31_MAX, I_DPORT, I_DST, I_FRAME,
-                     I_SIZE, I_SPORT, I_SRC, I_TRANSPORT, I_TS, NH, R_MAL_CALLID, R_MAL_CSEQ,
-                     R_MAL_STATUS, U32_MAX)
+                     I_SIZE, I_SPORT, I_SRC, I_TRANSPORT, I_TS, NAME_FIRST, NAME_ID, NAME_NEXT, NAME_TAB, NH,
+                     R_MAL_CALLID, R_MAL_CSEQ, R_MAL_STATUS, ST_NR, U32_MAX)
 from .primitives import _at, _find_lf, _lower
 from .rows import _write_row
 from .values import _blank, _next_top, _src, _u32v
@@ -176,7 +176,7 @@ def _via_elements(v, vs, ve, hs, he, hsrc, src_flag, first):
 
 
 @njit(cache=True)
-def parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, name_tab, name_len, name_id, framing):
+def parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, framing):
     """Parse the SIP message _at(a, s:e) into row r (one pass over the start line and headers).
 
     Returns (code, header_len, content_length): code 1 = a row was written, 0 = not SIP,
@@ -262,17 +262,17 @@ def parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, name_tab, name_len, name_
                 cur = -2
                 if n <= 24:
                     c1 = _lower(_at(a, p))
-                    for k in range(name_len.shape[0]):
-                        if name_len[k] != n or name_tab[k, 0] != c1:
-                            continue
+                    k = NAME_FIRST[n, c1] if c1 < 128 else -1
+                    while k >= 0:
                         same = True
                         for t in range(1, n):
-                            if _lower(_at(a, p + t)) != name_tab[k, t]:
+                            if _lower(_at(a, p + t)) != NAME_TAB[k, t]:
                                 same = False
                                 break
                         if same:
-                            cur = name_id[k]
+                            cur = NAME_ID[k]
                             break
+                        k = NAME_NEXT[k]
                 cvs = colon + 1
             lf = _find_lf(a, colon, e)
             cve = lf
@@ -327,11 +327,10 @@ def parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, name_tab, name_len, name_
 
 @njit(cache=True)
 def _emit(a, s, e, framing, src_id, dst_id, sport, dport, transport, frame, ts, size_udp,
-          st, nr, I, O, V, D, dl, scr, hs, he, name_tab, name_len, name_id):
-    """Parse a[s:e] and, if SIP and well formed, write row nr[0]; returns (code, hlen, clen)."""
-    r = nr[0]
-    code, hlen, clen = parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, name_tab, name_len,
-                                 name_id, framing)
+          st, I, O, V, D, dl, scr, hs, he):
+    """Parse a[s:e] and, if SIP and well formed, write row st[ST_NR]; returns (code, hlen, clen)."""
+    r = st[ST_NR]
+    code, hlen, clen = parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, framing)
     if code == 1:
         I[I_FRAME, r] = frame
         I[I_TS, r] = ts
@@ -344,5 +343,5 @@ def _emit(a, s, e, framing, src_id, dst_id, sport, dport, transport, frame, ts, 
             I[I_SIZE, r] = size_udp
         else:
             I[I_SIZE, r] = hlen + (clen if clen > 0 else 0)
-        nr[0] = r + 1
+        st[ST_NR] = r + 1
     return code, hlen, clen
