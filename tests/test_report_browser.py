@@ -28,6 +28,28 @@ def report_dir(tmp_path_factory):
     return out
 
 
+#: the markers drawn outside their plot's area: [figure, trace, x, y] (Plotly's c2p: the pixel of
+#: a data value, relative to the plotting area)
+_POINTS_OFF_PLOT = """() => {
+  const off = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((g, i) => {
+    const fl = g._fullLayout;
+    if (!fl || !fl.xaxis || !fl.yaxis) return;
+    (g._fullData || []).forEach(tr => {
+      if (!tr.x || !tr.y || !String(tr.mode || '').includes('markers') || tr.visible === false) return;
+      const xa = fl.xaxis, ya = fl.yaxis;
+      for (let k = 0; k < tr.x.length; k++) {
+        const x = tr.x[k], y = tr.y[k];
+        if (x === null || y === null || !isFinite(x) || !isFinite(y)) continue;
+        const px = xa.c2p(x), py = ya.c2p(y);
+        if (!(px >= 0 && px <= xa._length && py >= 0 && py <= ya._length)) off.push([i + 1, tr.name, x, y]);
+      }
+    });
+  });
+  return off;
+}"""
+
+
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
@@ -73,6 +95,15 @@ def test_report_renders_offline(browser, report_dir, width):
         # the page fits the phone width (tables scroll inside their own box)
         overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"page wider than the viewport by {overflow} px"
+        # every figure fits the screen, and no measured point falls off its plot (each marker's
+        # pixel position, by Plotly's own axis mapping, lies inside the plotting area)
+        widths = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                               ".map(g => g.getBoundingClientRect().right)")
+        assert max(widths) <= width, (width, max(widths))
+        off = page.evaluate(_POINTS_OFF_PLOT)
+        assert not off, off[:5]
+        # the verdict's first screen shows the knee as the runs allow: an interval, not a point
+        assert page.locator(".card").filter(has_text="1 %-drop knee").count() >= 1
         # the endpoint capture says it has no proxy
         assert "no proxy" in page.locator("article").inner_text()
     finally:

@@ -519,6 +519,47 @@ def message_counts_from(df: pd.DataFrame | None) -> pd.DataFrame:
     return out.reset_index()
 
 
+def message_class(timeline: pd.DataFrame) -> pd.Series:
+    """A per-type grouping finer than ``msg_type``: the six call-flow types as they are (INVITE,
+    180, 200-INVITE, ACK, BYE, 200-BYE), and what the timeline's schema lumps into ``OTHER`` split
+    by what it is -- a request by its method (``CANCEL``, ``OPTIONS``, ``PRACK``, ...), a response
+    by its status and CSeq method (``100-INVITE``, ``486-INVITE``, ``487-INVITE``,
+    ``503-INVITE``, ``408-BYE``, ...), so that each final response class has a row of its own in
+    the per-type tables.  ``msg_type`` itself (the schema) is unchanged; the result is a string
+    Series aligned with ``timeline`` (``OTHER`` only where method and status are both unknown)."""
+    mt = timeline["msg_type"].astype("string").fillna("OTHER")
+    other = (mt == "OTHER").to_numpy(bool)
+    out = mt.copy()
+    if other.any():
+        kind = timeline["kind"].astype("string").fillna("")[other]
+        meth = timeline["method"].astype("string").str.upper().fillna("")[other]
+        st = pd.to_numeric(timeline["status"], errors="coerce")[other]
+        cm = timeline["cseq_method"].astype("string").str.upper().fillna("")[other]
+        resp = (kind == "response").to_numpy(bool) & st.notna().to_numpy(bool)
+        lab = np.where(resp, st.fillna(0).astype("int64").astype(str).to_numpy(object) + "-" + cm.to_numpy(object),
+                       meth.to_numpy(object))
+        lab = np.where(resp & (cm == "").to_numpy(bool), st.fillna(0).astype("int64").astype(str).to_numpy(object),
+                       lab)
+        lab = np.where(lab == "", "OTHER", lab)
+        out[other] = lab
+    return out.astype("string")
+
+
+def class_order(classes) -> list[str]:
+    """The classes of :func:`message_class` in the order the tables show them: the call flow's six
+    types first, then requests by name, then responses by status and CSeq method, ``OTHER`` last."""
+    from sipperf.timeline import CALL_FLOW
+
+    cs = [str(c) for c in dict.fromkeys(classes) if c is not None and not pd.isna(c)]
+    flow = [t for t in CALL_FLOW if t in cs]
+    rest = [c for c in cs if c not in CALL_FLOW and c != "OTHER"]
+
+    def key(c: str):
+        head = c.split("-")[0]
+        return (1, int(head), c) if head.isdigit() else (0, 0, c)
+    return flow + sorted(rest, key=key) + (["OTHER"] if "OTHER" in cs else [])
+
+
 def complete_call(timeline: pd.DataFrame) -> str:
     """The Call-ID of the first call (by INVITE arrival) whose six call-flow messages all passed
     the proxy with both ``t_arr`` and ``t_dep``; ``ValueError`` if there is none."""

@@ -54,7 +54,8 @@ from sipperf.models.mmck import mmck
 __all__ = [
     "RunInput", "Moments", "mg1_q_us", "solve_base", "solve_alpha", "AlphaCurve", "fit_alpha_curve",
     "solve_beta", "BetaPlane", "fit_beta_plane", "knee_measured", "knee_model", "fit_c11",
-    "Fit", "fit_all", "TARGET_PDR", "DEFAULT_K",
+    "Fit", "fit_all", "TARGET_PDR", "DEFAULT_K", "KneeProbe", "knee_from_probes", "probes_of",
+    "drop_model_check", "cpu_law", "MIN_PROBE_MSGS", "KNEE_MAX_REL_WIDTH",
 ]
 
 #: the drop rate that defines the knee (thesis ch. 5: "drop-rate exceeding 1 %")
@@ -103,6 +104,16 @@ class RunInput:
     k_pkts: float | None = None
     #: False when the run never reached a steady state (MSER-5 cut half of it): not used for α
     steady: bool = True
+    #: the messages the drop rate ``pdr`` rests on (None: unknown)
+    pdr_n: float | None = None
+    #: replications of the drop measurement (e.g. a stored point's rounds), :class:`KneeProbe`;
+    #: empty: the run itself is one probe
+    probes: list = field(default_factory=list)
+    #: CPU-seconds per second used by all the proxy's processes over the load (None: not recorded)
+    cpu_share: float | None = None
+    cpu_source: str = ""
+    #: the run's own sign of overload: its sojourn grew through the run (None: not known)
+    queue_growing: bool | None = None
 
     @property
     def c(self) -> int:
@@ -185,7 +196,9 @@ def solve_base(run: RunInput) -> Base:
 
     With tracepoints the per-type spread of B is that of the per-type Q_t (W is common to all
     types, so B_t = Q_t − W); with the sojourn only, B is the whole service time and its
-    variance the per-message variance of the sojourn at light load.
+    variance the per-message variance of the sojourn at light load.  With c > 1 workers the wait
+    is that of one worker carrying 1/c of the messages (an upper bound on the wait of c workers
+    sharing one queue, far closer to it than one worker carrying them all).
     """
     if not run.has_q:
         raise ValueError(f"run {run.run}: no measured Q (sojourn or K_sockq) to take the service demand from")
@@ -197,10 +210,11 @@ def solve_base(run: RunInput) -> Base:
         b_var, cov, r_mean, r_var = run.q_var_us2, 0.0, 0.0, 0.0
     q = run.q_mean_us
     note = ""
+    lam = run.lam_pps / run.c       # the messages one worker carries
 
     def g(b: float) -> float:
         m = Moments(r_mean, r_var, b, b_var if b > 0 else 0.0, cov if b > 0 else 0.0)
-        return mg1_q_us(run.lam_pps, m, 1.0) - q
+        return mg1_q_us(lam, m, 1.0) - q
 
     if run.lam_pps <= 0:
         b = max(q - r_mean * 0.0, 0.0) if run.q_kind != "k_sockq" else max(q, 0.0)
@@ -211,7 +225,7 @@ def solve_base(run: RunInput) -> Base:
     else:
         hi = q
         # ρ < 1 bound: R + B < 1/λ
-        hi = min(hi, (1e6 / run.lam_pps - r_mean) * (1 - 1e-9))
+        hi = min(hi, (1e6 / lam - r_mean) * (1 - 1e-9))
         if hi <= 0:
             raise ValueError(f"run {run.run}: the lightest run is overloaded (ρ ≥ 1): no service demand")
         if g(hi) < 0:
@@ -220,7 +234,7 @@ def solve_base(run: RunInput) -> Base:
         else:
             b = float(brentq(g, 0.0, hi, xtol=1e-9, rtol=1e-12))
     m = Moments(r_mean, r_var, b, b_var, cov)
-    w = mg1_q_us(run.lam_pps, m, 1.0) - b
+    w = mg1_q_us(lam, m, 1.0) - b if run.lam_pps > 0 else 0.0
     if run.q_kind == "k_sockq" and run.q_by_type:
         b_by = {k: max(v - w, 0.0) for k, v in run.q_by_type.items()}
     else:
@@ -467,6 +481,361 @@ def fit_c11(knees_cps: Sequence[float], processors: Sequence[int], cores: Sequen
     return float((t[ok] * k[ok]).sum() / (t[ok] ** 2).sum())
 
 
+# ---- the measured knee from replicated probes ----------------------------------------------------
+
+#: the messages a rate needs before its drop fraction can be placed on one side of 1 % by itself:
+#: at 1 % that is 200 expected drops, a binomial relative standard error of 7 % before the bursts in
+#: which real drops come widen it
+MIN_PROBE_MSGS = 20_000
+#: a knee is *located* when its 95 % interval is at most this wide relative to the knee (±5 %)
+KNEE_MAX_REL_WIDTH = 0.10
+#: rates closer than this (relative to the lower) are replications of one rate
+RATE_REL_TOL = 0.01
+#: bootstrap replicates of a measured knee (cheap: a few dozen rates)
+KNEE_BOOT = 1000
+#: a CPU regression needs its rates to span at least this factor (else: through the origin)
+MIN_RATE_SPREAD = 1.5
+
+
+@dataclass
+class KneeProbe:
+    """One measurement of the drop fraction at a call rate: a run, one round of a stored point, or a
+    probe of a knee search.  ``pdr`` of ``messages`` (the messages the proxy should have forwarded;
+    NaN: unknown), ``deff`` the design effect, the variance of the drop fraction over the binomial
+    one (drops come in bursts; None: unknown, the median of the others is used), ``steady`` False
+    for a run that never reached a steady state."""
+
+    run: str
+    rate_cps: float
+    pdr: float
+    messages: float
+    threads: int = 1
+    steady: bool = True
+    deff: float | None = None
+    source: str = ""
+
+
+def probes_of(run: RunInput) -> list[KneeProbe]:
+    """The drop measurements a run adds to its worker count's knee: its replications
+    (``run.probes``), or the run itself (``pdr`` over ``pdr_n`` messages, the design effect from
+    its batch-means standard error ``pdr_se``)."""
+    if run.probes:
+        return list(run.probes)
+    if not (math.isfinite(run.pdr) and math.isfinite(run.lam_cps) and run.lam_cps > 0):
+        return []
+    n = float(run.pdr_n) if run.pdr_n else float("nan")
+    deff = None
+    if math.isfinite(n) and 0 < run.pdr < 1 and run.pdr_se > 0:
+        deff = max(1.0, run.pdr_se ** 2 / (run.pdr * (1 - run.pdr) / n))
+    return [KneeProbe(run.run, float(run.lam_cps), float(run.pdr), n, run.c, bool(run.steady), deff, "run")]
+
+
+def _first_at(pfit: np.ndarray, target: float) -> int | None:
+    hit = np.flatnonzero(pfit >= target)
+    return int(hit[0]) if hit.size else None
+
+
+def _envelope(rates: np.ndarray, p_raw: np.ndarray, p_fit: np.ndarray, target: float) -> tuple[float, float]:
+    """(A, B): the lowest rate below and the highest rate above any crossing of ``target`` -- the
+    monotone fit's and every crossing of the raw drop fractions (a rate below the target next to a
+    higher one at or above it).  When the measurements are not monotone (another session, a busy
+    machine), every reading they allow stays inside.  A = 0 when even the lowest rate is at or
+    above the target, B = inf when no rate reaches it."""
+    i = _first_at(p_fit, target)
+    a = rates[-1] if i is None else (0.0 if i == 0 else rates[i - 1])
+    b = float("inf") if i is None else rates[i]
+    up = np.flatnonzero((p_raw[:-1] < target) & (p_raw[1:] >= target))
+    if up.size:
+        a, b = min(a, float(rates[up.min()])), max(b, float(rates[up.max() + 1]))
+    return float(a), float(b)
+
+
+def _round_rate(x: float) -> float:
+    if not math.isfinite(x):
+        return x
+    step = 10.0 if x >= 200 else 5.0 if x >= 50 else 1.0
+    return float(max(step, round(x / step) * step))
+
+
+def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *, n_boot: int = KNEE_BOOT,
+                     seed: int = 0, growing_cps: float | None = None) -> dict[str, Any]:
+    """The 1 %-drop knee from replicated drop measurements, with an interval an engineer can trust.
+
+    1. Probes at rates within :data:`RATE_REL_TOL` of each other are replications of one rate;
+       each rate's drop fraction is the pooled one (drops / messages).
+    2. A monotone (isotonic, weighted by messages over the design effect) fit of the drop fraction
+       against the rate: more load never means fewer drops, so rates that disagree are pooled
+       instead of producing two knees.
+    3. The knee brackets: the highest rate fitted below ``target`` (A) and the next one (B); the
+       point estimate interpolates linearly between them, as the lab's ``knees.csv`` does.
+    4. The interval: ``n_boot`` bootstrap replicates resample each rate's replications and draw
+       each probe's drop fraction from its sampling law (Jeffreys' beta on the messages divided by
+       the design effect); the 95 % interval runs from the 2.5 % point of A to the 97.5 % point
+       of B over the replicates, and never inside [A, B]: nothing between two rates run was
+       measured, so the interpolation's own uncertainty is the whole gap.
+
+    ``located`` is True only when the interval is at most :data:`KNEE_MAX_REL_WIDTH` of the knee
+    and the rates it spans are steady, hold at least :data:`MIN_PROBE_MSGS` messages each and
+    were replicated; otherwise ``why`` says what is missing and ``next`` what to run next.
+    ``growing_cps`` is the lowest rate at which a run's queue grew (overload without 1 % drops
+    yet): the knee is then at most that rate.  Returns a dict (``knee``, ``censored`` "" /
+    "above" / "below" / "no runs", ``lo``, ``hi``, ``bracket``, ``located``, ``why``, ``next``,
+    ``next_rates``, ``rates``: one row per rate)."""
+    ps = sorted((p for p in probes if math.isfinite(p.rate_cps) and p.rate_cps > 0 and math.isfinite(p.pdr)),
+                key=lambda p: p.rate_cps)
+    nan = float("nan")
+    out: dict[str, Any] = {"knee": nan, "censored": "no runs", "lo": nan, "hi": nan, "bracket": [nan, nan],
+                           "located": False, "why": [], "next": "", "next_rates": [], "rates": [],
+                           "n_probes": len(ps)}
+    if not ps:
+        out["why"] = ["no run measured a drop rate"]
+        return out
+    rate = np.array([p.rate_cps for p in ps])
+    pdr = np.clip(np.array([p.pdr for p in ps]), 0.0, 1.0)
+    n = np.array([p.messages if p.messages and p.messages > 0 else nan for p in ps], dtype=float)
+    known = np.isfinite(n)
+    d_known = [p.deff for p in ps if p.deff is not None and math.isfinite(p.deff)]
+    d_fill = float(np.median(d_known)) if d_known else 1.0
+    # bursts widen a drop fraction's sampling law only where there are drops: a run without any
+    # keeps its binomial (Jeffreys) law on all its messages
+    deff = np.array([1.0 if p.pdr <= 0 else max(1.0, p.deff) if p.deff is not None and math.isfinite(p.deff)
+                     else max(1.0, d_fill) for p in ps])
+    gid = np.zeros(len(ps), int)
+    first = rate[0]
+    for i in range(1, len(ps)):
+        if rate[i] > first * (1 + RATE_REL_TOL):
+            gid[i] = gid[i - 1] + 1
+            first = rate[i]
+        else:
+            gid[i] = gid[i - 1]
+    ng = int(gid.max()) + 1
+    members = [np.flatnonzero(gid == g) for g in range(ng)]
+    wn = np.where(known, n, 1.0)      # weights within a rate (unknown counts weigh 1)
+
+    def pooled(p_probe: np.ndarray, idx: np.ndarray) -> float:
+        return float((p_probe[idx] * wn[idx]).sum() / wn[idx].sum())
+
+    g_rate = np.array([float((rate[m] * wn[m]).sum() / wn[m].sum()) for m in members])
+    g_p = np.array([pooled(pdr, m) for m in members])
+    g_n = np.array([float(n[m].sum()) if known[m].all() else nan for m in members])
+    g_eff = np.array([float((n[m] / deff[m]).sum()) if known[m].all() else nan for m in members])
+    w = np.where(np.isfinite(g_eff), g_eff, np.nanmedian(g_eff) if np.isfinite(g_eff).any() else 1.0)
+    from scipy.optimize import isotonic_regression
+
+    def mono(y: np.ndarray) -> np.ndarray:
+        return np.asarray(isotonic_regression(y, weights=w, increasing=True).x) if y.size > 1 else y
+
+    g_fit = mono(g_p)
+    out["rates"] = [{"rate_cps": float(g_rate[g]), "pdr": float(g_p[g]), "pdr_fit": float(g_fit[g]),
+                     "messages": float(g_n[g]), "probes": int(members[g].size),
+                     "steady": bool(all(ps[i].steady for i in members[g])),
+                     "runs": [ps[i].run for i in members[g]]} for g in range(ng)]
+    i = _first_at(g_fit, target)
+    if i is None:
+        knee, cen, a, b = float(g_rate[-1]), "above", float(g_rate[-1]), float("inf")
+    elif i == 0:
+        knee, cen, a, b = float(g_rate[0]), "below", 0.0, float(g_rate[0])
+    else:
+        a, b = float(g_rate[i - 1]), float(g_rate[i])
+        p0, p1 = g_fit[i - 1], g_fit[i]
+        knee = a + (target - p0) * (b - a) / (p1 - p0) if p1 > p0 else b
+        cen = ""
+    # measurements that disagree (a higher rate with fewer drops across 1 %) widen the interval
+    lo, hi = _envelope(g_rate, g_p, g_fit, target)
+    lo, hi = min(lo, a), max(hi, b)
+    cross = np.flatnonzero((g_p[:-1] < target) & (g_p[1:] >= target))
+    disagree = cross.size > 1 or (cen == "" and cross.size == 1 and g_rate[cross[0]] != a)
+    # bootstrap: resample each rate's replications, draw each probe's fraction from its sampling law
+    rng = np.random.default_rng(seed)
+    if n_boot > 0:
+        neff = np.where(known, n / deff, nan)
+        draws = np.empty((n_boot, len(ps)))
+        for j in range(len(ps)):
+            if known[j]:
+                dj = pdr[j] * neff[j]
+                draws[:, j] = rng.beta(dj + 0.5, neff[j] - dj + 0.5, n_boot)
+            else:
+                draws[:, j] = pdr[j]
+        gb = np.empty((n_boot, ng))
+        for g, m in enumerate(members):
+            if m.size > 1:
+                pick = m[rng.integers(0, m.size, (n_boot, m.size))]
+                gb[:, g] = (np.take_along_axis(draws, pick, axis=1) * wn[pick]).sum(1) / wn[pick].sum(1)
+            else:
+                gb[:, g] = draws[:, m[0]]
+        ab = np.empty(n_boot)
+        bb = np.empty(n_boot)
+        for k in range(n_boot):
+            ab[k], bb[k] = _envelope(g_rate, gb[k], mono(gb[k]), target)
+        lo = min(lo, float(np.percentile(ab, 2.5)))
+        hi = max(hi, float(np.percentile(bb, 97.5, method="higher")))
+    why: list[str] = []
+    nxt: list[float] = []
+    verb = "run"
+    if disagree:
+        dn = [g for g in range(ng - 1) if g_p[g] >= target and (g_p[g + 1:] < target).any()]
+        g0 = dn[0] if dn else int(cross[0])
+        g1 = g0 + 1 + int(np.argmin(g_p[g0 + 1:])) if g0 + 1 < ng else g0
+        why.append(f"the drop rates are not monotone in the rate ({g_rate[g0]:,.0f} calls/s dropped "
+                   f"{100 * g_p[g0]:.2g} %, {g_rate[g1]:,.0f} calls/s {100 * g_p[g1]:.2g} %): conditions changed "
+                   "between runs (another session, other work on the machine); every reading is inside the "
+                   "interval, and the rates between should be run again in one session")
+    if growing_cps is not None and math.isfinite(growing_cps) and growing_cps < hi:
+        hi = float(growing_cps)
+        below = g_rate[g_rate < growing_cps]
+        lo = min(lo, float(below.max()) if below.size else 0.0)
+        knee = min(knee, hi)
+        why.append(f"the run at {growing_cps:,.0f} calls/s dropped less than {100 * target:g} % but its queue "
+                   "grew through the run: under a longer load it would drop more, so the knee is at most that")
+    top = float(g_rate[-1])
+    if cen == "above" or not math.isfinite(hi):
+        why.append(f"no rate run is clearly past {100 * target:g} % drops (the highest, {top:,.0f} calls/s, "
+                   f"dropped {100 * g_p[-1]:.2g} %): the knee is above {lo:,.0f} calls/s")
+        nxt = [_round_rate(top * f) for f in (1.15, 1.3, 1.5)]
+    elif cen == "below" or lo <= 0:
+        why.append(f"even the lowest rate run, {g_rate[0]:,.0f} calls/s, dropped {100 * g_p[0]:.2g} %: the knee "
+                   f"is below {hi:,.0f} calls/s")
+        nxt = [_round_rate(g_rate[0] * f) for f in (0.5, 0.7, 0.85)]
+    else:
+        if hi - lo > KNEE_MAX_REL_WIDTH * knee:
+            why.append(f"the interval's ends are {100 * (hi / lo - 1):.0f} % apart (a located knee needs "
+                       f"{100 * KNEE_MAX_REL_WIDTH:.0f} % or less)")
+            nxt = [_round_rate(lo + (hi - lo) * f) for f in (0.25, 0.5, 0.75)]
+        span = [g for g in range(ng) if lo <= g_rate[g] <= hi]
+        short = [g for g in span if not (g_n[g] >= MIN_PROBE_MSGS)]
+        if short:
+            why.append("the rates around it rest on too few messages ("
+                       + ", ".join(f"{g_rate[g]:,.0f} calls/s: " + (f"{g_n[g]:,.0f}" if math.isfinite(g_n[g])
+                                                                   else "count unknown") for g in short)
+                       + f"; at least {MIN_PROBE_MSGS:,} each)")
+        unsteady = [g for g in span if not out["rates"][g]["steady"]]
+        if unsteady:
+            why.append("runs around it never reached a steady state ("
+                       + ", ".join(f"{g_rate[g]:,.0f} calls/s" for g in unsteady) + ")")
+        ends = [g for g in range(ng) if g_rate[g] in (lo, hi)]
+        single = [g for g in ends if members[g].size < 2]
+        if single:
+            why.append("the rates that bracket it were run once each (" + ", ".join(f"{g_rate[g]:,.0f}"
+                                                                                 for g in single)
+                       + " calls/s): replications measure how much a drop rate varies from run to run")
+        if (short or unsteady or single) and not nxt:
+            nxt = [_round_rate(x) for x in sorted({lo, hi})]
+            verb = "repeat"
+    located = not why and cen == "" and lo > 0 and math.isfinite(hi)
+    calls = MIN_PROBE_MSGS / 6
+    if nxt:
+        out["next"] = (f"{verb} " + ", ".join(f"{x:,.0f}" for x in nxt) + " calls/s, each at least three times with "
+                       f"{MIN_PROBE_MSGS:,} messages (about {round(calls, -2):,.0f} calls) or more, and read the knee again")
+    out.update({"knee": float(knee), "censored": cen, "lo": float(lo), "hi": float(hi), "bracket": [a, b],
+                "located": bool(located), "why": why, "next_rates": nxt})
+    return out
+
+
+def drop_model_check(rows: Sequence[dict], *, abs_miss: float = 0.005, factor: float = 3.0) -> dict[str, Any]:
+    """Does the model's drop curve agree with the runs?  ``rows``: per run ``run``, ``lam_cps``,
+    ``pdr_meas``, ``pdr_ci95`` (half-width), ``pdr_n`` (messages; None unknown) and ``pdr_pred``.
+
+    A run refutes the model when the prediction lies outside the run's 95 % interval (for a run
+    without drops: up to 3/n, the rule of three) and misses it by at least ``abs_miss`` (half a
+    percentage point: half the knee's own definition) or by a factor of ``factor`` or more (where
+    the prediction or the measurement is at least 0.1 %).  Returns ``refuted``, the number of runs
+    checked and the worst miss (``run``, ``lam_cps``, ``pred``, ``meas``, ``lo``, ``hi``)."""
+    worst, checked, bad = None, 0, []
+    for d in rows:
+        p, pr = d.get("pdr_meas", float("nan")), d.get("pdr_pred", float("nan"))
+        if not (p is not None and pr is not None and math.isfinite(p) and math.isfinite(pr)):
+            continue
+        hw = d.get("pdr_ci95") or 0.0
+        hw = hw if math.isfinite(hw) else 0.0
+        nn = d.get("pdr_n")
+        r3 = 3.0 / nn if nn and math.isfinite(nn) and nn > 0 else 0.0
+        if hw <= 0 and r3 <= 0:
+            continue        # no interval: the run cannot check anything
+        lo, hi = max(p - hw, 0.0), p + max(hw, r3 if p == 0 else 0.0)
+        checked += 1
+        over = pr > hi and (pr - hi >= abs_miss or (pr >= factor * hi and pr >= 1e-3))
+        under = pr < lo and (lo - pr >= abs_miss or (pr * factor <= lo and lo >= 1e-3))
+        if over or under:
+            miss = {"run": d.get("run"), "lam_cps": d.get("lam_cps"), "pred": pr, "meas": p, "lo": lo, "hi": hi}
+            bad.append(miss)
+            if worst is None or abs(pr - p) > abs(worst["pred"] - worst["meas"]):
+                worst = miss
+    return {"refuted": bool(bad), "checked": checked, "worst": worst, "misses": bad}
+
+
+def cpu_law(rate_cps: Sequence[float], cpu_share: Sequence[float], cpus: float, *,
+            level: float = 0.95) -> dict[str, Any]:
+    """Service demand and capacity from CPU accounting, by the utilisation law U = U₀ + D·λ (the
+    operational law U = X·D of Denning and Buzen, with the CPU the proxy burns at no load, U₀).
+
+    ``rate_cps`` the call rates of light-load runs, ``cpu_share`` the CPU-seconds per second all
+    the proxy's processes used at each; ``cpus`` how many CPUs the proxy can keep busy (its
+    workers, at most the cores).  Least squares gives D (CPU-seconds per call; its t interval) and
+    U₀ (CPU the proxy uses at no load); the capacity is the rate at which U reaches ``cpus``,
+    λ_max = (cpus − U₀)/D, and its interval the inverse prediction (calibration) interval: the
+    rates at which the line's 95 % confidence band reaches ``cpus``.  With two rates the line
+    has no interval; with one, U₀ = 0 is assumed (D = U/λ).  Rates in calls/s."""
+    from scipy import stats as st
+
+    x = np.asarray(rate_cps, dtype=float)
+    y = np.asarray(cpu_share, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y >= 0)
+    x, y = x[ok], y[ok]
+    nan = float("nan")
+    out: dict[str, Any] = {"n": int(x.size), "cpus": float(cpus), "demand_s": nan, "demand_ci95_s": [nan, nan],
+                           "idle_share": nan, "capacity_cps": nan, "capacity_ci95_cps": [nan, nan], "how": ""}
+    if x.size == 0:
+        return out
+    if x.size == 1 or x.max() < MIN_RATE_SPREAD * x.min():
+        # one rate (or rates too close to tell a slope from noise): through the origin
+        d = float(y.sum() / x.sum())
+        out.update({"demand_s": d, "idle_share": 0.0, "capacity_cps": cpus / d if d > 0 else nan,
+                    "how": (f"{'one rate' if x.size == 1 else 'rates within ' + format(MIN_RATE_SPREAD, 'g') + '× of each other'}: "
+                            "D = U/λ, the CPU used at no load taken as 0 (so D is high and the capacity low: "
+                            "add a run at a clearly different light rate)")})
+        return out
+    n = x.size
+    xm, ym = x.mean(), y.mean()
+    sxx = float(((x - xm) ** 2).sum())
+    b = float(((x - xm) * (y - ym)).sum() / sxx)
+    a = float(ym - b * xm)
+    out.update({"demand_s": b, "idle_share": a, "capacity_cps": (cpus - a) / b if b > 0 else float("inf"),
+                "how": f"least squares of CPU-seconds per second on calls/s over {n} light-load rates"})
+    if n < 3:
+        out["how"] += " (two rates: no interval)"
+        return out
+    s = math.sqrt(float(((y - a - b * x) ** 2).sum()) / (n - 2))
+    t = float(st.t.ppf(0.5 + level / 2, n - 2))
+    se_b = s / math.sqrt(sxx)
+    out["demand_ci95_s"] = [b - t * se_b, b + t * se_b]
+    # what the confidence band of the line needs: a ± t·s·sqrt(1/n + (λ − x̄)²/Sxx) around a + bλ
+    out["band"] = {"n": int(n), "x_mean": float(xm), "sxx": sxx, "s": s, "t": t}
+    out["idle_ci95_share"] = [a - t * s * math.sqrt(1 / n + xm ** 2 / sxx), a + t * s * math.sqrt(1 / n + xm ** 2 / sxx)]
+
+    def band(lam: float, sign: float) -> float:
+        return a + b * lam + sign * t * s * math.sqrt(1 / n + (lam - xm) ** 2 / sxx) - cpus
+
+    # inverse prediction: where the upper band reaches `cpus` (lowest capacity) and the lower band
+    # (highest); the lower band need not reach it when the slope is not clearly positive
+    big = 1e3 * max(float(x.max()), 1.0) * max(cpus, 1.0) / max(float(y.max()), 1e-9)
+    lo_c = hi_c = float("nan")
+    if band(0.0, +1) >= 0:
+        lo_c = 0.0
+    elif band(big, +1) > 0:
+        lo_c = float(brentq(lambda v: band(v, +1), 0.0, big))
+    if b - t * se_b <= 0:
+        hi_c = float("inf")
+    elif band(0.0, -1) >= 0:
+        hi_c = 0.0
+    else:
+        top = big
+        while band(top, -1) < 0 and top < 1e12:
+            top *= 10
+        hi_c = float(brentq(lambda v: band(v, -1), 0.0, top)) if band(top, -1) >= 0 else float("inf")
+    out["capacity_ci95_cps"] = [lo_c, hi_c]
+    return out
+
+
 # ---- everything at once, with a bootstrap ------------------------------------------------------
 
 @dataclass
@@ -483,13 +852,15 @@ class Fit:
     beta_plane: BetaPlane | None = None
     base: Base | None = None
     ex1: Any = None  # callable λ_pps -> E[X_1] µs
+    #: per worker count, the utilisation law on CPU accounting (:func:`cpu_law` and the runs used)
+    cpu: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         one = sorted((d for d in self.per_run if d.get("threads", 1) == 1 and "ex_us" in d),
                      key=lambda d: d["lam_pps"])
         ks = [d["k_pkts"] for d in self.per_run if d.get("k_pkts")]
         return {"constants": self.constants, "service_demand": self.service, "runs": self.per_run,
-                "knees": self.knees, "capacity": self.capacity, "notes": self.notes,
+                "knees": self.knees, "capacity": self.capacity, "notes": self.notes, "cpu": self.cpu,
                 # E[X_1](λ) and the SCV of X at each one-worker run (interpolate; flat beyond the ends)
                 "ex1_curve": {"lam_pps": [d["lam_pps"] for d in one], "ex_us": [d["ex_us"] for d in one],
                               "scv": [d["scv"] for d in one]},
@@ -633,12 +1004,20 @@ def _point(runs: list[RunInput], msgs_per_call: float, default_k: float) -> dict
 
 def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: float = DEFAULT_K,
             n_boot: int = 200, seed: int = 0, processors: int | None = None,
-            cores: int | None = None) -> Fit:
+            cores: int | None = None, probes: Iterable[KneeProbe] = (),
+            cpu_points: Sequence[dict] = ()) -> Fit:
     """Fit service demand, α(λ), β(λ, c) and C_{1,1} to ``runs``; 95 % intervals from a parametric
     bootstrap (``n_boot`` replicates, ``seed``).  ``processors``/``cores`` (p, m) override what the
     runs say about the machine (None and unknown: p = 1, and m = the thread count of the best
-    configuration, i.e. the capacity rule's C_{1,1} is the single-worker knee)."""
+    configuration, i.e. the capacity rule's C_{1,1} is the single-worker knee).
+
+    The measured knee of each worker count comes from :func:`knee_from_probes` over the runs'
+    drop measurements (:func:`probes_of`) and ``probes`` (drop-only probes, e.g. a knee search);
+    the model's knee is checked against every run by :func:`drop_model_check` and not used when
+    refuted.  ``cpu_points`` (``rate_cps``, ``cpu_share``; optional ``threads``, ``run``) add CPU
+    accounting to the runs' own (``RunInput.cpu_share``) for :func:`cpu_law`."""
     runs = [r for r in runs]
+    extra_probes = list(probes)
     notes: list[str] = []
     usable = [r for r in runs if r.has_q]
     if not usable:
@@ -707,7 +1086,10 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
     consts["service_demand_us"] = {
         "value": pt["ex1"](base.lam_pps), "ci95": ci([b["ex1"](b["base"].lam_pps) for b in boots if "ex1" in b]),
         "runs": [base.run], "unit": "µs per message",
-        "how": "E[X] = R + B at the lightest run; B from W(λ, R + B) + B = Q (M/G/1)"}
+        "how": "E[X] = R + B at the lightest run; B from W(λ, R + B) + B = Q (M/G/1)"
+               + ("; read off the sojourn, an UPPER BOUND on the work per message (the sojourn also holds any "
+                  "wait for a CPU)" if base.kind == "sojourn" else ""),
+        "upper_bound": base.kind == "sojourn"}
     kb = "K^{s,base}_sockq" if base.kind == "k_sockq" else "light-load service time (no tracepoints)"
     consts["b_us"] = {"value": base.b_mean_us, "ci95": ci([b["base"].b_mean_us for b in boots if "base" in b]),
                       "runs": [base.run], "unit": "µs", "what": kb}
@@ -753,7 +1135,8 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
     for r in sorted(runs, key=lambda r: (r.c, r.lam_pps)):
         d: dict[str, Any] = {"run": r.run, "threads": r.c, "lam_pps": r.lam_pps, "lam_cps": r.lam_cps,
                              "q_kind": r.q_kind, "q_meas_us": r.q_mean_us, "q_ci95_us": 1.96 * r.q_se_us,
-                             "pdr_meas": r.pdr, "pdr_ci95": 1.96 * r.pdr_se}
+                             "pdr_meas": r.pdr, "pdr_ci95": 1.96 * r.pdr_se, "pdr_n": r.pdr_n,
+                             "cpu_share": r.cpu_share if r.cpu_share is not None else float("nan")}
         if r.has_q:
             a_fit = float(curve(r.lam_pps))
             m = moments_at(r, base)
@@ -765,15 +1148,26 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
                 bt = float(plane(r.lam_pps, r.c))
             else:
                 bt = float("nan")
+            if r.c == light.c:
+                # the service demand was measured at this worker count: E[X_c], shared by c workers
+                rho, how = r.lam_pps * ex * 1e-6 / r.c, "service demand"
+            else:
+                # server utilisation of the M/M/c/K model: λ·E[X_c]/c = λ·β·E[X_1] (β = 1 if unknown)
+                rho = r.lam_pps * ex * 1e-6 * (bt if math.isfinite(bt) else 1.0)
+                how = "fitted β (M/M/c/K)" if math.isfinite(bt) else "β = 1 assumed"
             d.update({"alpha_run": alpha_runs.get(r.run, float("nan")), "alpha_fit": a_fit,
-                      "ex_us": ex, "scv": m.scv(a_fit),
-                      # server utilisation of the M/M/c/K model: λ·E[X_c]/c = λ·β·E[X_1]
-                      "rho": (r.lam_pps * ex * 1e-6 * (bt if math.isfinite(bt) else 1.0) if r.lam_pps > 0
-                              else float("nan"))})
+                      "ex_us": ex, "scv": m.scv(a_fit), "rho": rho if r.lam_pps > 0 else float("nan"),
+                      "rho_how": how})
             a_run = alpha_runs.get(r.run, float("nan"))
             # the run's own utilisation: its measured R and the α that reproduces its own Q
             d["rho_run"] = (r.lam_pps * m.mean(a_run) * 1e-6 if r.c == 1 and math.isfinite(a_run)
                             and r.lam_pps > 0 else float("nan"))
+            # the traced path's busy time per second: what the measured service times account for
+            x_run = m.mean(a_run) if math.isfinite(a_run) else ex
+            d["traced_share"] = r.lam_pps * x_run * 1e-6 if r.lam_pps > 0 else float("nan")
+            if r.cpu_share is not None and math.isfinite(r.cpu_share) and r.cpu_share > 0:
+                d["rho_cpu"] = r.cpu_share / r.c
+                d["outside_traced"] = 1.0 - d["traced_share"] / r.cpu_share
             if r.c == 1:
                 q_pred = mg1_q_us(r.lam_pps, m, a_fit)
                 w_pred = q_pred - a_fit * base.b_mean_us
@@ -789,55 +1183,107 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
             d["pdr_pred"] = (drop_probability(r.lam_pps, ex, r.c, kp, bt) if math.isfinite(bt) and bt > 0
                              else float("nan"))
         per_run.append(d)
-    # knees
+    # knees: measured from the replicated probes around 1 % drops, the model's checked against every run
     knees = []
     for c, k in pt["knees"].items():
-        bm = [b["knees"][c]["model"] for b in boots if "knees" in b and c in b["knees"]]
-        bk = [b["knees"][c]["measured"]["knee"] for b in boots if "knees" in b and c in b["knees"]
-              and not b["knees"][c]["measured"]["censored"]]
         rs = [r for r in runs if r.c == c]
-        hi = max((r.lam_cps for r in rs if math.isfinite(r.lam_cps)), default=float("nan"))
-        knees.append({"threads": c, "measured_cps": k["measured"]["knee"], "measured_censored": k["measured"]["censored"],
-                      "measured_ci95_cps": ci(bk) if not k["measured"]["censored"] else [float("nan")] * 2,
-                      "model_cps": k["model"], "model_ci95_cps": ci(bm), "k_pkts": k["k_pkts"],
+        pc = [q for r in rs for q in probes_of(r)] + [q for q in extra_probes if int(q.threads or 1) == c]
+        grow = min((r.lam_cps for r in rs if r.queue_growing and math.isfinite(r.lam_cps)), default=None)
+        meas = knee_from_probes(pc, seed=seed, growing_cps=grow)
+        bm = [b["knees"][c]["model"] for b in boots if "knees" in b and c in b["knees"]]
+        hi = max([r.lam_cps for r in rs if math.isfinite(r.lam_cps)] + [q.rate_cps for q in pc], default=float("nan"))
+        model = k["model"]
+        chk = drop_model_check([d for d in per_run if d["threads"] == c])
+        over = [g["rate_cps"] for g in meas["rates"] if g["pdr_fit"] >= TARGET_PDR]
+        if grow is not None:
+            over.append(grow)
+        if math.isfinite(model) and over and model > min(over):
+            chk["refuted"] = True
+            chk["knee_above_overload_cps"] = min(over)
+        rates = {round(r.lam_cps) for r in rs if r.has_q and math.isfinite(r.lam_cps) and r.lam_pps > 0}
+        knees.append({"threads": c, "measured_cps": meas["knee"], "measured_censored": meas["censored"],
+                      "measured_ci95_cps": [meas["lo"], meas["hi"]] if meas["censored"] != "no runs"
+                      else [float("nan")] * 2,
+                      "measured_located": meas["located"], "measured_bracket_cps": meas["bracket"],
+                      "measured_why": meas["why"], "measured_next": meas["next"],
+                      "measured_next_rates": meas["next_rates"], "measured_rates": meas["rates"],
+                      "measured_probes": meas["n_probes"],
+                      "model_cps": model, "model_ci95_cps": ci(bm), "k_pkts": k["k_pkts"],
+                      "model_refuted": chk["refuted"], "model_check": chk,
+                      # a model knee is a prediction that needs at least two rates to rest on
+                      "model_usable": bool(math.isfinite(model) and not chk["refuted"] and len(rates) >= 2),
+                      "model_rates": len(rates),
                       "highest_rate_cps": hi,
-                      "headroom": k["model"] / hi if hi and math.isfinite(k["model"]) else float("nan"),
+                      "headroom": model / hi if hi and math.isfinite(model) else float("nan"),
                       "runs": [r.run for r in rs]})
+    # utilisation law on CPU accounting, per worker count
+    cpu = _cpu_fits(runs, cpu_points, cores)
     # C_{1,1}
     capacity = []
-    c11, c11_ci, c11_how, c11_runs = _c11(runs, pt, boots, processors, cores, ci)
+    c11, c11_ci, c11_how, c11_runs, c11_src = _c11(runs, knees, processors, cores)
     if math.isfinite(c11):
-        consts["c11_cps"] = {"value": c11, "ci95": c11_ci, "runs": c11_runs, "unit": "calls/s", "how": c11_how}
+        consts["c11_cps"] = {"value": c11, "ci95": c11_ci, "runs": c11_runs, "unit": "calls/s", "how": c11_how,
+                             "source": "model" if c11_src == "model" else "measured",
+                             "located": c11_src == "measured"}
         for p, m in ((1, 2), (1, 4), (1, 6), (2, 4), (2, 6), (2, 8)):
             t = threads_for_capacity(p, m)
             capacity.append({"processors": p, "cores": m, "threads": t, "capacity_cps": t * c11,
-                             "ci95_cps": [t * x for x in c11_ci]})
+                             "ci95_cps": [t * x for x in c11_ci], "what": "model prediction (eq. 7.1)"})
     else:
-        notes.append("C_{1,1} cannot be fitted: no configuration has a measured or predicted 1 %-drop knee")
-    return Fit(consts, service, per_run, knees, capacity, notes, curve, plane, base, ex1)
+        refuted = [k["threads"] for k in knees if k["model_refuted"]]
+        notes.append("C_{1,1} cannot be fitted: no configuration has a measured 1 %-drop knee"
+                     + (f", and the model's knee is refuted by the runs ({', '.join(map(str, refuted))} "
+                        "worker(s))" if refuted else " or a model knee resting on runs at two rates or more"))
+    return Fit(consts, service, per_run, knees, capacity, notes, curve, plane, base, ex1, cpu)
 
 
-def _c11(runs, pt, boots, processors, cores, ci):
-    """C_{1,1} from the best knee per machine (p, m): measured where the runs bracket 1 % drops,
-    else the model's."""
+def _cpu_fits(runs: list[RunInput], cpu_points: Sequence[dict], cores: int | None) -> list[dict[str, Any]]:
+    """Per worker count, :func:`cpu_law` over the runs with CPU accounting and without drops or a
+    growing queue (light load), plus the user's extra points (``cpu_points``: ``rate_cps``,
+    ``cpu_share``, optional ``threads`` and ``run``)."""
+    m = cores or next((r.cores for r in runs if r.cores), None)
+    cs = {r.c for r in runs}
+    default_c = next(iter(cs)) if len(cs) == 1 else 1
+    out = []
+    for c in sorted(cs | {int(x.get("threads") or default_c) for x in cpu_points}):
+        pts = [(r.lam_cps, r.cpu_share, r.run) for r in runs
+               if r.c == c and r.cpu_share is not None and math.isfinite(r.cpu_share) and math.isfinite(r.lam_cps)
+               and not (math.isfinite(r.pdr) and r.pdr > MG1_MAX_PDR) and not r.queue_growing]
+        left_out = [r.run for r in runs if r.c == c and r.cpu_share is not None and (
+            (math.isfinite(r.pdr) and r.pdr > MG1_MAX_PDR) or r.queue_growing)]
+        pts += [(float(x["rate_cps"]), float(x["cpu_share"]), str(x.get("run") or "--cpu file")) for x in cpu_points
+                if int(x.get("threads") or default_c) == c]
+        if not pts:
+            continue
+        ncpu = min(c, m) if m else c
+        law = cpu_law([p[0] for p in pts], [p[1] for p in pts], ncpu)
+        law.update({"threads": c, "runs": [p[2] for p in pts], "left_out": left_out,
+                    "points": [{"run": p[2], "rate_cps": p[0], "cpu_share": p[1]} for p in pts],
+                    "cpus_how": (f"{ncpu:g} CPU{'s' if ncpu != 1 else ''} ({c} worker{'s' if c > 1 else ''}"
+                                 + (f" on {m} core{'s' if m > 1 else ''})" if m else ", cores unknown: give --cores)"))})
+        out.append(law)
+    return out
+
+
+def _c11(runs, knees, processors, cores):
+    """C_{1,1} from the best knee per machine (p, m): measured where the runs bracket 1 % drops (its
+    interval the knee's), else the model's where it is usable (not refuted, two rates or more)."""
     p = processors or next((r.processors for r in runs if r.processors), None) or 1
     m = cores or next((r.cores for r in runs if r.cores), None)
-    knees = pt["knees"]
-
-    def pick(kd):
-        best = None
-        for c, k in kd.items():
-            meas = k["measured"]
-            v = meas["knee"] if not meas["censored"] else k["model"]
-            src = "measured" if not meas["censored"] else "model"
-            if math.isfinite(v) and (best is None or v > best[1]):
-                best = (c, v, src)
-        return best
-
-    best = pick(knees)
+    best = None
+    for k in knees:
+        if not k["measured_censored"]:
+            v, ci_, src = k["measured_cps"], k["measured_ci95_cps"], ("measured" if k["measured_located"]
+                                                                     else "measured, not located")
+        elif k["model_usable"]:
+            v, ci_, src = k["model_cps"], k["model_ci95_cps"], "model"
+        else:
+            continue
+        if math.isfinite(v) and (best is None or v > best[1]):
+            best = (k["threads"], v, src, ci_)
     if best is None:
-        return float("nan"), [float("nan")] * 2, "", []
-    c, v, src = best
+        return float("nan"), [float("nan")] * 2, "", [], ""
+    c, v, src, ci_ = best
     if m is None or c == 1:
         # the rule's C_{1,1} is one worker on one core: the single-worker knee is its measurement
         t = 1 if c == 1 else c
@@ -847,15 +1293,8 @@ def _c11(runs, pt, boots, processors, cores, ci):
     else:
         t = threads_for_capacity(p, m)
         how = f"{src} 1 %-drop knee of the best configuration ({c} workers) / T_{{{p},{m}}} = {t} (eq. 7.1)"
-    val = v / t
-    bv = []
-    for b in boots:
-        if "knees" in b:
-            bb = pick(b["knees"])
-            if bb is not None:
-                bv.append(bb[1] / t)
     runs_used = [r.run for r in runs if r.c == c]
-    return val, ci(bv), how, runs_used
+    return v / t, [x / t for x in ci_], how, runs_used, src
 
 
 def _perturb(r: RunInput, rng: np.random.Generator) -> RunInput:

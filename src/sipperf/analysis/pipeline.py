@@ -34,7 +34,7 @@ def check_options(*, proxy=None, workers: int | None = None) -> None:
 
 def analyze(paths, *, proxy=None, strict: bool = False, offered: int | None = None,
             stream: bool | None = None, workers: int | None = None, scheduler: str | None = None,
-            progress: bool | None = None) -> Analysis:
+            progress: bool | None = None, measure_rows: bool = False) -> Analysis:
     """What ``sipperf analyze`` computes, as an :class:`~sipperf.analysis.result.Analysis`; writes
     nothing (:meth:`Analysis.write <sipperf.analysis.result.Analysis.write>` does).  Raises
     :class:`~sipperf.timeline.IngestError` for unusable input, ``proxy`` or ``workers``.
@@ -44,12 +44,15 @@ def analyze(paths, *, proxy=None, strict: bool = False, offered: int | None = No
     ``workers``/``scheduler``; True streams any single capture; False never.  Several captures,
     other formats and B2BUA captures are read in memory.  A streamed analysis holds no
     timeline: ``timeline`` is None; ``engine`` says which path ran.  ``workers`` (local Dask
-    workers) and ``scheduler`` (a Dask scheduler's address) distribute a ring buffer's files."""
+    workers) and ``scheduler`` (a Dask scheduler's address) distribute a ring buffer's files.
+    ``measure_rows``: a streamed analysis also keeps the caller side's rows with the columns
+    ``sipperf report`` measures (``rows``, :meth:`Analysis.measure_frame
+    <sipperf.analysis.result.Analysis.measure_frame>`), about 48 bytes per message."""
     from sipperf import calls, components, stats
 
     check_options(proxy=proxy, workers=workers)
     streamed = _stream(paths, stream, proxy=proxy, strict=strict, offered=offered, workers=workers,
-                       scheduler=scheduler, progress=progress)
+                       scheduler=scheduler, progress=progress, keep_rows=measure_rows)
     if streamed is not None:
         return _from_stream(streamed)
     from sipperf.ingest import load
@@ -76,7 +79,7 @@ def _finish(comp, by_hop, cm, tx, counts, report, **rest) -> Analysis:
     return Analysis(comp, by_hop, cm, tx, counts, report, summary(report, cm, unreliable), **rest)
 
 
-def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progress):
+def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progress, keep_rows=False):
     """The streaming engine's outputs when the input is one capture that should be streamed
     (see :func:`analyze`), else None."""
     if stream is False:
@@ -105,7 +108,8 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
         mode = "dask" if distributed or (workers is None and size >= (256 << 20)) else "inline"
     try:
         return S.stream_capture(files, run_id=run_id, label=label, proxy=proxy, strict=strict, offered=offered,
-                                mode=mode, workers=workers or None, scheduler=scheduler, progress=progress)
+                                mode=mode, workers=workers or None, scheduler=scheduler, progress=progress,
+                                keep_rows=keep_rows)
     except S.NotStreamable:
         return None
 
@@ -122,7 +126,7 @@ def _from_stream(o) -> Analysis:
     report.check()
     return _finish(o.components, o.components_by_hop, o.calls, o.transactions, o.counts, report,
                    engine=rep.details.get("streaming", {}).get("engine", "streaming"), timeline=None,
-                   figure_t=o.figure_t, figure_arrays=o.figure_arrays)
+                   figure_t=o.figure_t, figure_arrays=o.figure_arrays, rows=o.rows)
 
 
 def _components(tl: pd.DataFrame, components, stats) -> pd.DataFrame:

@@ -41,7 +41,9 @@ class Analysis:
     input's vantage and what follows from it, the PDR and its note); ``engine``: "in memory" or
     "streaming (...)"; ``timeline``: the tidy timeline, None when the capture was streamed;
     ``figure_t`` / ``figure_arrays``: for a streamed capture, each message's first instant and
-    component values (float ns) -- in memory they are derived from ``timeline`` on demand."""
+    component values (float ns) -- in memory they are derived from ``timeline`` on demand;
+    ``rows``: for a streamed capture read with ``measure_rows``, the caller side's rows with the
+    columns the report measures (:func:`sipperf.analysis.stream.measure_table`)."""
 
     components: pd.DataFrame
     components_by_hop: pd.DataFrame | None
@@ -54,6 +56,7 @@ class Analysis:
     timeline: pd.DataFrame | None = None
     figure_t: np.ndarray | None = None
     figure_arrays: dict[str, np.ndarray] | None = None
+    rows: pd.DataFrame | None = None
 
     @property
     def streamed(self) -> bool:
@@ -68,6 +71,12 @@ class Analysis:
 
             return order_key(self.timeline), derive_arrays(self.timeline)
         return self.figure_t, self.figure_arrays
+
+    def measure_frame(self) -> pd.DataFrame | None:
+        """What :func:`sipperf.report.runs.measure` reads, whatever the engine: the timeline in
+        memory, or the streamed caller-side rows (:attr:`rows`; None when the capture was streamed
+        without ``measure_rows``)."""
+        return self.timeline if self.timeline is not None else self.rows
 
     def write(self, out_dir) -> list[Path]:
         """Write components.csv (and components_by_hop.csv), calls.csv, transactions.csv,

@@ -108,6 +108,8 @@ class _HopAcc:
     soj: list = field(default_factory=list)  # [(t_arr, frame, seq, sojourn, type)] arrays per batch
     prov: list = field(default_factory=list)  # provisional rows: (t_in, is_resp, count key arrays)
     used_self: int = 0
+    amb: np.ndarray = field(default_factory=lambda: np.zeros(3, I64))  # ambiguous egress copies, later picks, none
+    res: Any = None  # the Resolver of the groups with several candidate copies (proxy.resolver)
 
 
 def _lut(cb: C.Codebook, fn) -> np.ndarray:
@@ -120,8 +122,10 @@ class Engine:
     def __init__(self, *, run_id: str, proxy=None, path_label: str = "capture", stateful: bool = True,
                  horizon_s: float = HORIZON_S, max_open_rows: int = MAX_OPEN_ROWS,
                  prefix_rows: int = PREFIX_ROWS, batch_rows: int = BATCH_ROWS,
-                 prefix_frame=None, vantage=None):
+                 prefix_frame=None, vantage=None, keep_rows: bool = False):
         self.cb = C.Codebook()
+        self.keep_rows = keep_rows
+        self.kept: list[dict] = []  # the caller side's rows for the measure table (keep_rows)
         self.run_id = run_id
         self.proxy = proxy
         self.path_label = path_label
@@ -156,6 +160,7 @@ class Engine:
         self.crec: list[dict] = []
         self.xrec: list[dict] = []
         self.deferred: list[dict] = []
+        self.stash: list[dict] = []  # rows of groups with several candidate copies, paired at the end
         self.counts: dict[tuple, list] = {}
         self.types_all = np.zeros(len(MSG_TYPES), I64)
         self.endpoint_rows = 0
@@ -342,16 +347,67 @@ class Engine:
         _trim()
 
     # ------------------------------------------------------------------ one batch
-    def _process(self, b: dict, gstart: np.ndarray) -> None:
+    def _derived(self, b: dict) -> dict:
+        """The code columns every pass needs (upper-cased methods, message key part)."""
         self._flags()
-        up = self.up
+        meth = b["method"]
+        return {"meth_up": np.where(meth >= 0, self.up[np.maximum(meth, 0)], -1).astype(np.int32),
+                "cm_up": self.up[b["cm"]], "what": self._what(b), "ack_raw": meth == self.ack_raw_code}
+
+    def _hop_pass(self, b: dict, gstart: np.ndarray, acc: _HopAcc, dv: dict, res=None) -> dict:
+        """:func:`.stream_kernels.hop_pass` for one hop over a batch (``res``: a
+        :class:`~sipperf.ingest.pairing.proxy.Resolver` for the groups with several candidate copies)."""
+        n = b["n"]
+        sock = np.zeros(len(self.cb.endpoints), bool)
+        for s_ in acc.sockets:
+            code = self.cb._e.get(s_)
+            if code is not None:
+                sock[code] = True
+        out = {"sock": sock, "role": np.empty(n, np.int8), "partner": np.empty(n, I64), "eo": np.empty(n, bool),
+               "disp": np.empty(n, np.int8), "gamb": np.zeros(len(gstart) - 1, bool),
+               "amb_stats": np.zeros(3, I64)}
+        empty = np.zeros(0, I64)
+        K.hop_pass(gstart, b["ts"], b["src"], b["dst"], b["method"], dv["what"], b["cm"], dv["cm_up"],
+                   dv["meth_up"], b["status"], b["branch"], dv["ack_raw"], sock, self.c_invite, self.c_ack,
+                   self.c_cancel, self.stateful, res is not None,
+                   res.ref_a if res is not None else empty, res.ref_d if res is not None else empty,
+                   res.t_max if res is not None else 0, res.soj_max if res is not None else 0,
+                   out["role"], out["partner"], out["eo"], out["disp"], out["gamb"], out["amb_stats"])
+        return out
+
+    @staticmethod
+    def _take_groups(b: dict, gstart: np.ndarray, keep_g: np.ndarray) -> tuple[dict, np.ndarray]:
+        """The rows of the groups ``keep_g`` (bool per group) of a batch, and their group starts."""
+        sizes = np.diff(gstart)
+        rows = np.repeat(keep_g, sizes)
+        out = {k: v[rows] for k, v in b.items() if k != "n"}
+        out["n"] = int(rows.sum())
+        return out, np.concatenate([[0], np.cumsum(sizes[keep_g])]).astype(I64)
+
+    def _process(self, b: dict, gstart: np.ndarray, resolvers: list | None = None) -> None:
+        dv = self._derived(b)
+        if self.vantage.kind != "endpoint":
+            passes = [self._hop_pass(b, gstart, acc, dv, resolvers[h] if resolvers else None)
+                      for h, acc in enumerate(self.hops)]
+            if resolvers is None:
+                amb = np.zeros(len(gstart) - 1, bool)
+                for ps in passes:
+                    amb |= ps["gamb"]
+                if amb.any():
+                    # a transaction where an egress copy could forward several copies waits for the
+                    # end: its pairing needs the certain pairs of the whole capture (proxy.choose)
+                    self.stash.append(self._take_groups(b, gstart, amb)[0])
+                    b, gstart = self._take_groups(b, gstart, ~amb)
+                    if b["n"]:
+                        self._process(b, gstart)
+                    return
+            else:
+                for ps, acc in zip(passes, self.hops):
+                    acc.amb += ps["amb_stats"]
         n = b["n"]
         meth = b["method"]
-        cm = b["cm"]
-        meth_up = np.where(meth >= 0, up[np.maximum(meth, 0)], -1).astype(np.int32)
-        cm_up = up[cm]
-        what = self._what(b)
-        ack_raw = meth == self.ack_raw_code
+        meth_up, cm_up = dv["meth_up"], dv["cm_up"]
+        what = dv["what"]
         tmin = int(b["ts"].min())
         self.t_min = tmin if self.t_min == NA else min(self.t_min, tmin)
         files = b["file"]
@@ -364,18 +420,8 @@ class Engine:
             return
         tl_call = []
         for h, acc in enumerate(self.hops):
-            sock = np.zeros(len(self.cb.endpoints), bool)
-            for s in acc.sockets:
-                code = self.cb._e.get(s)
-                if code is not None:
-                    sock[code] = True
-            role = np.empty(n, np.int8)
-            partner = np.empty(n, I64)
-            eo = np.empty(n, bool)
-            disp = np.empty(n, np.int8)
-            K.hop_pass(gstart, b["ts"], b["src"], b["dst"], meth, what, cm, cm_up, meth_up, b["status"],
-                       b["branch"], ack_raw, sock, self.c_invite, self.c_ack, self.c_cancel, self.stateful,
-                       role, partner, eo, disp)
+            ps = passes[h]
+            sock, role, partner, eo, disp = ps["sock"], ps["role"], ps["partner"], ps["eo"], ps["disp"]
             s_in = sock[b["src"]]
             d_in = sock[b["dst"]]
             self._used_mask = (s_in ^ d_in) if h == 0 else (self._used_mask | (s_in ^ d_in))
@@ -414,6 +460,10 @@ class Engine:
             if prov.any():
                 acc.prov.append({"t_in": t_arr[prov], "is_req": is_req[prov], "meth_up": meth_up[rows][prov],
                                  "status": b["status"][rows][prov], "cm_up": cm_up[rows][prov]})
+            if h == 0 and self.keep_rows:
+                self.kept.append({"t_arr": t_arr, "t_dep": t_dep, "frame": frame_key, "call": b["call"][rows],
+                                  "cseq": b["cseq"][rows], "method": meth[rows], "cm": b["cm"][rows],
+                                  "status": b["status"][rows], "mt": mt, "disp": d})
             if h == 0:
                 g_rows = np.repeat(np.arange(len(gstart) - 1, dtype=I64), np.diff(gstart))[rows]
                 tl_call.append({
@@ -439,6 +489,10 @@ class Engine:
         self.used += n
         d = np.full(n, K.D_SEEN, np.int8)
         self._count(is_req, meth_up, b["status"], cm_up, d, 0, None, retrans=retrans)
+        if self.keep_rows:
+            self.kept.append({"t_arr": b["ts"], "t_dep": np.full(n, NA, I64), "frame": b["frame"], "call": b["call"],
+                              "cseq": b["cseq"], "method": b["method"], "cm": b["cm"], "status": b["status"],
+                              "mt": mt, "disp": d, "retrans": retrans})
         g_rows = np.repeat(np.arange(len(gstart) - 1, dtype=I64), np.diff(gstart))
         self._calls({"grp": g_rows, "first": b["ts"], "frame": b["frame"], "eo": np.zeros(n, bool),
                      "seq": b["seq"], "is_req": is_req, "meth_up": meth_up, "cm_up": cm_up,
@@ -526,6 +580,35 @@ class Engine:
                               "t_first": xf[:nx].copy(), "t_fin": xfin[:nx].copy()})
 
     # ------------------------------------------------------------------ the end
+    def _resolve_stash(self) -> None:
+        """Pair the groups set aside because an egress copy had several candidate copies
+        (:func:`sipperf.ingest.pairing.proxy.pair_at_proxy`'s second pass): per hop, the certain
+        pairs are every relayed message of the other groups -- those processed, and those set
+        aside for another hop only -- then the groups are processed with that evidence."""
+        from sipperf.ingest.pairing.proxy import resolver
+
+        st = {k: np.concatenate([x[k] for x in self.stash]) for k in self.stash[0] if k != "n"}
+        st["n"] = len(st["seq"])
+        self.stash = []
+        gh = self._group_hash(st["call"], st["cseq"])
+        order = np.lexsort((st["seq"], st["frame"], st["ts"], gh))
+        st = {k: (v[order] if k != "n" else v) for k, v in st.items()}
+        ghs = gh[order]
+        start = np.flatnonzero(np.concatenate([[True], ghs[1:] != ghs[:-1]]))
+        gstart = np.append(start, st["n"]).astype(I64)
+        dv = self._derived(st)
+        resolvers = []
+        for acc in self.hops:
+            ps = self._hop_pass(st, gstart, acc, dv)
+            sure = (ps["role"] == K.ROLE_IN) & (ps["partner"] >= 0) & ~np.repeat(ps["gamb"], np.diff(gstart))
+            v = _hop_values(acc)
+            a = np.concatenate([v["t_arr"], st["ts"][sure]])
+            d = np.concatenate([v["t_arr"] + v["soj"], st["ts"][ps["partner"][sure]]])
+            acc.res = resolver(a, d)
+            resolvers.append(acc.res)
+            del a, d, v
+        self._process(st, gstart, resolvers)
+
     def finish(self) -> None:
         if self.vantage is None:
             if not self.buffered:
@@ -534,6 +617,8 @@ class Engine:
         self._close(final=True)
         if self.vantage.kind == "endpoint":
             return
+        if self.stash:
+            self._resolve_stash()
         # settle "in flight at capture end" against "dropped" (hop.classify's horizon)
         t0 = self.t_min
         for h, acc in enumerate(self.hops):
@@ -595,6 +680,8 @@ class Outputs:
     #: for the figures: first instant (float ns) and each component's values (float ns)
     figure_t: np.ndarray
     figure_arrays: dict[str, np.ndarray]
+    #: with ``keep_rows``: the caller side's rows, the columns ``sipperf report`` measures (:func:`measure_table`)
+    rows: pd.DataFrame | None = None
 
 
 def _hop_values(acc: _HopAcc) -> dict[str, np.ndarray]:
@@ -765,6 +852,8 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
                 rep.notes.append(f"{pre}proxy also uses {sorted(socks - {acc.socket})}")
             rep.notes.append(f"{pre}{acc.n_paired} paired, {acc.n_in - acc.n_paired} without egress, "
                              f"{acc.n_eo} egress only (proxy-originated or retransmitted by the proxy)")
+            if acc.res is not None and acc.amb[0]:
+                rep.notes.append(pre + acc.res.note(int(acc.amb[0]), int(acc.amb[1]), int(acc.amb[2])))
             dcount = {name: int(acc.disp[i]) for i, name in enumerate(hop.DISPOSITIONS) if acc.disp[i]}
             rep.notes.append(f"{pre}dispositions: " + ", ".join(f"{k} {x}" for k, x in dcount.items()))
             vals = parts[h]
@@ -788,7 +877,79 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
                                        "not_in_timeline": unused}
     assert e.used + sum(unused.values()) == e.n_rows + e.no_cid
     rep.notes.extend(v.notes)
-    return Outputs(comp, by_hop, cm, tr, counts, rep, fig_t, fig_a)
+    return Outputs(comp, by_hop, cm, tr, counts, rep, fig_t, fig_a, measure_table(e) if e.keep_rows else None)
+
+
+#: the columns of :func:`measure_table`
+MEASURE_COLUMNS = ("run_id", "call_id", "cseq", "cseq_method", "kind", "method", "status", "msg_type", "t_arr",
+                   "t_dep", "dropped", "disposition", "vantage", "proxy")
+
+
+def measure_table(e: Engine) -> pd.DataFrame:
+    """The caller side's timeline rows (hop 1 with several hops), in the timeline's order, with the
+    columns :func:`sipperf.report.runs.measure` and the report's per-run tables read
+    (:data:`MEASURE_COLUMNS`, plus ``retrans`` at an endpoint): about 48 bytes per message
+    (58 while the capture is read), against about 1.6 kB per packet on the in-memory path.
+    ``call_id`` is the Call-ID's 64-bit hash (:mod:`.compact`): calls group as by their
+    Call-IDs."""
+    from sipperf.timeline import MSG_TYPES
+
+    cols = ("t_arr", "t_dep", "frame", "call", "cseq", "method", "cm", "status", "mt", "disp", "retrans")
+    k = {c: np.concatenate([x[c] for x in e.kept]) if e.kept and c in e.kept[0] else None for c in cols}
+    e.kept = []
+    n = 0 if k["t_arr"] is None else len(k["t_arr"])
+    if not n:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in MEASURE_COLUMNS})
+    first = np.where(k["t_arr"] != NA, k["t_arr"], k["t_dep"])
+    o = np.lexsort((k["frame"], first))
+    k = {c: (v[o] if v is not None else None) for c, v in k.items()}
+    del first, o
+    d = k["disp"].copy()
+    prov = d == K.D_PROVISIONAL
+    if prov.any():  # settled as hop.classify's horizon does (Engine.finish)
+        longest = e.hops[0].longest if e.hops and e.hops[0].longest >= 0 else None
+        if longest is None:
+            d[prov] = K.D_DROPPED
+        else:
+            t0 = e.t_min
+            fl = (k["t_arr"][prov] - t0).astype(np.float64) > float(e.capture_end - t0) - float(longest)
+            d[prov] = np.where(fl, K.D_IN_FLIGHT, K.D_DROPPED)
+    strings = np.array(e.cb.strings, dtype=object)
+
+    def ints(v, dtype):
+        out = pd.array(np.where(v == NA, 0, v).astype(dtype), dtype=dtype.capitalize())
+        out[v == NA] = pd.NA
+        return out
+
+    def cat(codes, names):
+        return pd.Categorical.from_codes(codes.astype(np.int32), categories=pd.Index(names, dtype=object))
+
+    req = k["method"] >= 0
+    meth = np.where(req, k["method"], -1)
+    st = k["status"].astype(np.int64)
+    status = pd.array(np.where(st >= 0, st, 0).astype(np.int16), dtype="Int16")
+    status[st < 0] = pd.NA
+    v = e.vantage
+    out = pd.DataFrame({
+        "run_id": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[e.run_id]),
+        "call_id": k["call"].view(np.int64),
+        "cseq": ints(k["cseq"], "int64"),
+        "cseq_method": cat(k["cm"], strings),
+        "kind": pd.Categorical.from_codes(np.where(req, 0, 1).astype(np.int8), categories=["request", "response"]),
+        "method": pd.Categorical.from_codes(meth.astype(np.int32), categories=pd.Index(strings, dtype=object)),
+        "status": status,
+        "msg_type": pd.Categorical.from_codes(k["mt"].astype(np.int8), categories=list(MSG_TYPES)),
+        "t_arr": ints(k["t_arr"], "int64"),
+        "t_dep": ints(k["t_dep"], "int64"),
+        "dropped": pd.array(d == K.D_DROPPED, dtype="boolean"),
+        "disposition": pd.Categorical.from_codes(d.astype(np.int8), categories=list(K.DISPOSITION_NAMES)),
+        "vantage": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[v.kind]),
+    })
+    if v.kind == "endpoint":
+        out["retrans"] = pd.array(k["retrans"], dtype="boolean")
+    else:
+        out["proxy"] = pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[e.hops[0].socket])
+    return out
 
 
 def _merge_parts(df: pd.DataFrame) -> pd.DataFrame:
@@ -809,13 +970,14 @@ def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, st
                    mode: str = "auto", workers: int | None = None, scheduler: str | None = None,
                    progress: bool | None = None, chunk_rows: int = CHUNK_ROWS, horizon_s: float = HORIZON_S,
                    prefix_rows: int = PREFIX_ROWS, batch_rows: int = BATCH_ROWS,
-                   max_open_rows: int = MAX_OPEN_ROWS, vantage=None) -> Outputs:
+                   max_open_rows: int = MAX_OPEN_ROWS, vantage=None, keep_rows: bool = False) -> Outputs:
     """Analyse one capture (one file, or the files of a ring buffer in time order) in one
     streaming pass.  ``mode``: "inline" (read here), "helper" (read in a helper process),
     "dask" (one file per Dask task; ``workers`` local workers or ``scheduler``), "auto"
     (dask for several files, helper for one file of 256 MB or more, else inline).  Raises
     :class:`IngestError` as the in-memory path does, :class:`NotStreamable` for a B2BUA.
-    ``vantage``: use this :class:`~.vantage.Vantage` instead of deciding it (tests)."""
+    ``vantage``: use this :class:`~.vantage.Vantage` instead of deciding it (tests).  ``keep_rows``:
+    also return the caller side's rows for ``sipperf report`` (:func:`measure_table`, ``Outputs.rows``)."""
     files = [Path(f) for f in files]
     if mode == "auto":
         size = sum(f.stat().st_size for f in files)
@@ -824,7 +986,7 @@ def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, st
     t_start = time.perf_counter()
     engine = Engine(run_id=run_id, proxy=proxy, path_label=label, stateful=stateful, horizon_s=horizon_s,
                     max_open_rows=max_open_rows, prefix_rows=prefix_rows, batch_rows=batch_rows,
-                    prefix_frame=lambda n: _prefix_frame(files, n), vantage=vantage)
+                    prefix_frame=lambda n: _prefix_frame(files, n), vantage=vantage, keep_rows=keep_rows)
     if mode == "dask":
         from sipperf.ingest.capture.distributed import map_files
         source = map_files(files, workers=workers, scheduler=scheduler, progress=progress,

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from sipperf.ingest.pairing import hop
+from sipperf.ingest.pairing.proxy import choose
 
 #: disposition codes: the index in :data:`sipperf.ingest.pairing.hop.DISPOSITIONS`; PROVISIONAL is a
 #: row that is "in flight at capture end" or "dropped", decided when the capture has ended
@@ -27,14 +28,21 @@ ROLE_NONE, ROLE_IN, ROLE_OUT, ROLE_SELF = 0, 1, 2, 3
 
 @njit(cache=True, nogil=True)
 def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branch, ack_raw, sock,
-             c_invite, c_ack, c_cancel, stateful, role, partner, eo, disp):
+             c_invite, c_ack, c_cancel, stateful, resolve, ref_a, ref_d, t_max, soj_max,
+             role, partner, eo, disp, gamb, amb_stats):
     """One hop: :func:`sipperf.ingest.pairing.proxy.pair_at_proxy` (hop-by-hop keys, FIFO pairing by
     message key with the direction constraint, the stateful proxy's own retransmissions) and
     :func:`sipperf.ingest.pairing.hop.classify` (the drop rule) for every group.
 
     Rows of a group in (ts, frame, row) order.  Writes ``role`` (ROLE_*), ``partner`` (the
     egress row of a paired ingress row, else -1), ``eo`` (egress only) and ``disp`` (code of
-    each timeline row: ingress rows and egress-only rows; -1 for other rows)."""
+    each timeline row: ingress rows and egress-only rows; -1 for other rows).  An egress copy
+    with several candidate ingress copies marks its group in ``gamb`` and counts in
+    ``amb_stats[0]`` (so does a 2xx to INVITE sent again to the same receiver); it takes the
+    first candidate (FIFO), or, with ``resolve``, the one
+    :func:`sipperf.ingest.pairing.proxy.choose` picks from the certain pairs ``ref_a``/``ref_d``
+    (``amb_stats[1]`` counts those paired with a later copy than the first, ``amb_stats[2]``
+    those paired with none)."""
     n_groups = gstart.shape[0] - 1
     big = 0
     for g in range(n_groups):
@@ -47,10 +55,13 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
     has_out = np.zeros(big, np.bool_)
     t_out = np.zeros(big, np.int64)
     d_tl = np.zeros(big, np.int64)
+    c_row = np.zeros(big, np.int64)
+    c_ts = np.zeros(big, np.int64)
     for g in range(n_groups):
         s = gstart[g]
         e = gstart[g + 1]
         k = e - s
+        gamb[g] = False
         # ---- roles and hop-by-hop rows (pairing.hop_by_hop) -------------------------------
         fin_inv = False
         ok_inv = False
@@ -100,12 +111,44 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
                 if own:
                     eo[i] = True
                     continue
-            hit = -1
+            if stateful and meth[i] < 0 and status[i] >= 200 and not (cm_up[i] == c_invite and status[i] < 300):
+                own = False
+                for b in range(a):
+                    j = s + b
+                    if role[j] == ROLE_OUT and meth[j] < 0 and kid[b] == kid[a] and dst[j] == dst[i]:
+                        own = True
+                        break
+                if own:
+                    eo[i] = True
+                    continue
+            again = False  # a 2xx to INVITE sent again to the same receiver (ambiguous)
+            if stateful and meth[i] < 0 and cm_up[i] == c_invite and status[i] >= 200 and status[i] < 300:
+                for b in range(a):
+                    j = s + b
+                    if role[j] == ROLE_OUT and meth[j] < 0 and kid[b] == kid[a] and dst[j] == dst[i]:
+                        again = True
+                        break
+            nc = 0
             for b in range(a):
                 j = s + b
                 if role[j] == ROLE_IN and partner[j] < 0 and kid[b] == kid[a] and src[j] != dst[i]:
-                    hit = j
-                    break
+                    c_row[nc] = j
+                    c_ts[nc] = ts[j]
+                    nc += 1
+            hit = -1
+            if nc > 0:
+                pick = 0
+                if nc > 1 or again:
+                    gamb[g] = True
+                    amb_stats[0] += 1
+                    if resolve:
+                        pick = choose(c_ts[:nc], ts[i], ref_a, ref_d, t_max, soj_max)
+                        if pick > 0:
+                            amb_stats[1] += 1
+                        elif pick < 0:
+                            amb_stats[2] += 1
+                if pick >= 0:
+                    hit = c_row[pick]
             if hit >= 0:
                 partner[hit] = i
             else:
@@ -135,6 +178,20 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
                 continue
             t_in = ts[i]
             res = D_PROVISIONAL
+            overtaken = False  # a later copy of the same message was relayed: dropped
+            for b in range(k):
+                j = s + b
+                if has_in[b] and has_out[b] and ts[j] > t_in and src[j] == src[i]:
+                    if meth[i] >= 0:
+                        if meth[j] >= 0 and meth_up[j] == meth_up[i] and branch[j] == branch[i]:
+                            overtaken = True
+                            break
+                    elif meth[j] < 0 and cm_up[j] == cm_up[i] and status[j] == status[i]:
+                        overtaken = True
+                        break
+            if overtaken:
+                disp[i] = D_DROPPED
+                continue
             if meth[i] >= 0:  # a request
                 m = meth_up[i]
                 done = False
@@ -184,7 +241,7 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
                         for b in range(k):
                             f = s + b
                             if has_out[b] and meth[f] < 0 and status[f] >= 200 and cm_up[f] == kk \
-                                    and (has_in[b] or t_out[b] <= t_in):
+                                    and (t_out[b] <= t_in or (has_in[b] and (ts[f] < t_in or src[f] != src[i]))):
                                 res = D_AFTER_FINAL
                                 done = True
                                 break

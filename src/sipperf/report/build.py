@@ -18,6 +18,13 @@ apart), measured (:func:`sipperf.report.runs.measure`) and fitted together with 
 
 An input that cannot be read is listed in the report with its reason (or, with ``strict``, stops
 everything); only when no run at all can be read is it an error (exit code 2 in the CLI).
+
+Any capture ``analyze`` reads is a run: one of 64 MB or more (and a ring buffer's files, which
+form one run) is streamed in bounded memory (``stream``: force it either way) and measured on
+the streaming engine's caller-side rows (:func:`sipperf.analysis.stream.measure_table`: about
+48 bytes per message, plus 45 for the null instant columns while it is measured, against about
+1.6 kB per packet on the in-memory path), with the same numbers; only the ladder diagrams of
+the slowest calls need the whole timeline.
 """
 from __future__ import annotations
 
@@ -50,6 +57,22 @@ def _safe(label: str) -> str:
     return s[:80]
 
 
+def _with_instants(tl: pd.DataFrame | None) -> pd.DataFrame | None:
+    """A streamed capture's rows (:meth:`sipperf.analysis.Analysis.measure_frame`) with the instants
+    a capture never has (t_stack ... t_sip_out) as null columns, so the per-run code reads them as
+    it reads a timeline (one shared all-null array: no copy per column)."""
+    from sipperf.timeline import INSTANTS
+
+    if tl is None:
+        return None
+    miss = [c for c in INSTANTS if c not in tl.columns]
+    if not miss:
+        return tl
+    na = pd.array(np.zeros(len(tl), np.int64), dtype="Int64")
+    na[:] = pd.NA
+    return tl.assign(**{c: na for c in miss})
+
+
 def _tables(tl: pd.DataFrame, out: Path | None, offered=None) -> dict[str, pd.DataFrame]:
     """The tables ``analyze`` writes, for a part of a file's timeline (a split by run_id or gap)."""
     from sipperf import calls, components
@@ -66,8 +89,13 @@ def _tables(tl: pd.DataFrame, out: Path | None, offered=None) -> dict[str, pd.Da
 def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool = False,
                  offered: int | None = None, threads: int | None = None, cores: int | None = None,
                  processors: int | None = None, buffer_pkts: float | None = None, n_slowest: int = 5,
-                 n_boot: int = 200, seed: int = 0, html: bool = True, title: str | None = None) -> Report:
-    """Everything ``sipperf report`` does (see the module docstring); returns the :class:`Report`."""
+                 n_boot: int = 200, seed: int = 0, html: bool = True, title: str | None = None,
+                 cpu=None, stream: bool | None = None) -> Report:
+    """Everything ``sipperf report`` does (see the module docstring); returns the :class:`Report`.
+    ``cpu``: a CSV of the proxy's CPU accounting (:func:`sipperf.report.runs.read_cpu_file`).
+    ``stream``: as for :func:`sipperf.analysis.analyze` (None: a capture of 64 MB or more is
+    streamed; True/False force it); a streamed run is measured on its caller-side rows
+    (:meth:`~sipperf.analysis.result.Analysis.measure_frame`), with the same numbers."""
     from sipperf import fit as fitmod
     from sipperf.analysis import analyze
     from sipperf.ingest.paths import display_path
@@ -104,7 +132,7 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         tmp = None
         try:
             target = out / "runs" / safe
-            res = analyze(g.paths, proxy=proxy, strict=strict, offered=offered)
+            res = analyze(g.paths, proxy=proxy, strict=strict, offered=offered, stream=stream, measure_rows=True)
             res.write(target)
         except IngestError as e:
             if strict or (len(groups) == 1 and not runs):
@@ -116,10 +144,11 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         for k, v in (("threads", threads), ("cores", cores), ("processors", processors), ("k_pkts", buffer_pkts)):
             if v is not None:
                 meta[k] = v
-        parts = split_timeline(res.timeline, g.label, gap,
+        frame = _with_instants(res.measure_frame())
+        parts = split_timeline(frame, g.label, gap,
                                by_run_id=(group_by or "auto") in ("auto", "file") and len(g.paths) == 1)
         if len(parts) == 1:
-            runs.append(RunResult(g.label if parts[0][0] == g.label else parts[0][0], g.paths, res.timeline,
+            runs.append(RunResult(g.label if parts[0][0] == g.label else parts[0][0], g.paths, frame,
                                   res.report, {k: getattr(res, k) for k in ("components", "calls", "transactions",
                                                                             "counts")},
                                   meta, None, out=target))
@@ -147,6 +176,15 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         if r.measure is not None and r.out is not None and r.measure.components is not None:
             r.measure.components.to_csv(r.out / "components_ci.csv", index=False)
     measures = [r.measure for r in runs if r.measure is not None]
+    from sipperf.report.runs import apply_cpu_rows, read_cpu_file, summary_probes
+
+    cpu_points = apply_cpu_rows(read_cpu_file(cpu), measures) if cpu is not None else []
+    probes = []
+    for p in summaries:
+        try:
+            probes += summary_probes(p)
+        except (OSError, ValueError) as e:
+            raise IngestError(display_path(p), "probes.csv", f"not readable: {e}") from None
     ratio = [m.lam_pps / m.lam_cps for m in measures
              if math.isfinite(m.lam_cps) and m.lam_cps > 0 and math.isfinite(m.lam_pps) and m.lam_pps > 0]
     mpc = float(np.median(ratio)) if ratio else 6.0
@@ -155,7 +193,7 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
     if inputs:
         try:
             fit = fitmod.fit_all(inputs, msgs_per_call=mpc, n_boot=n_boot, seed=seed,
-                                 processors=processors, cores=cores)
+                                 processors=processors, cores=cores, probes=probes, cpu_points=cpu_points)
         except Exception as e:  # noqa: BLE001 - reported, not raised
             fit_error = f"{type(e).__name__}: {e}"
             fit = None
@@ -183,28 +221,31 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
 def fit_runs(paths, *, n_boot: int = 0, seed: int = 0, **meta_over):
     """The fit alone (:func:`sipperf.fit.fit_all`) on runs given as paths, one run per path (a
     summary dataset such as ``datasets/lab/long`` gives one run per stored point): read
-    (:func:`sipperf.ingest.load`), measured, fitted; no files written.  ``meta_over`` (``threads``,
-    ``cores``, ``processors``, ``k_pkts``) overrides what the runs' metadata say.  For chapters
+    (:func:`sipperf.analysis.analyze`, streamed when large), measured, fitted; no files
+    written.  ``meta_over`` (``threads``, ``cores``, ``processors``, ``k_pkts``) overrides what
+    the runs' metadata say.  For chapters
     and scripts that need the constants only; ``build_report`` does the same and more."""
     from sipperf import fit as fitmod
-    from sipperf.ingest import load
-    from sipperf.report.runs import is_summary_dataset, summary_measures
+    from sipperf.analysis import analyze
+    from sipperf.report.runs import is_summary_dataset, summary_measures, summary_probes
 
-    inputs = []
+    inputs, probes = [], []
     for p in paths:
         if is_summary_dataset(p):      # stored per-point summaries (the lab's long recording)
+            probes += summary_probes(p)
             over = {k: meta_over.get(k) for k in ("threads", "cores", "processors", "k_pkts")}
             for _, _, m in summary_measures(p, fit_over=over):
                 if m.has_sojourn:
                     inputs.append(m.fit_input)
             continue
-        tl, _ = load(p)
+        tl = _with_instants(analyze([p], measure_rows=True).measure_frame())   # streamed if large
         meta = {**run_meta([str(p)]), **{k: v for k, v in meta_over.items() if v is not None}}
         m = measure(Path(p).name, tl, meta)
         if m.has_sojourn:
             inputs.append(m.fit_input)
     ratio = [i.lam_pps / i.lam_cps for i in inputs if i.lam_cps and math.isfinite(i.lam_cps) and i.lam_pps > 0]
-    return fitmod.fit_all(inputs, msgs_per_call=float(np.median(ratio)) if ratio else 6.0, n_boot=n_boot, seed=seed)
+    return fitmod.fit_all(inputs, msgs_per_call=float(np.median(ratio)) if ratio else 6.0, n_boot=n_boot, seed=seed,
+                          processors=meta_over.get("processors"), cores=meta_over.get("cores"), probes=probes)
 
 
 def fit_summary(paths, **options) -> dict[str, Any]:

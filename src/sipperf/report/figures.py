@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-__all__ = ["per_run_frame", "mg1_curve", "drop_curves", "ecdf_figure", "series_figure", "load_latency_figure", "load_drop_figure", "alpha_figure",
-           "ladder_figure", "slowest_calls"]
+__all__ = ["per_run_frame", "mg1_curve", "drop_curves", "ecdf_figure", "series_figure", "load_latency_figure",
+           "load_drop_figure", "alpha_figure", "cpu_figure", "ladder_figure", "slowest_calls"]
 
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
             "#bcbd22", "#17becf"]
@@ -63,11 +63,20 @@ def series_figure(series: dict[str, Any]) -> go.Figure:
     the cool-down after the last INVITE shaded."""
     fig = go.Figure()
     t = np.asarray(series["t_s"])
-    fig.add_trace(go.Scatter(x=t, y=series["sojourn_us"], mode="markers", name="sojourn t_dep − t_arr",
-                               marker=dict(size=3, color=_COLOURS[0], opacity=0.5)))
+
+    def positive(name: str, v) -> tuple[str, np.ndarray]:
+        # a log axis cannot show 0 µs (a message that waited for nothing): say how many are left out
+        v = np.asarray(v, dtype=float)
+        zero = int((np.isfinite(v) & (v <= 0)).sum())
+        return (name + (f"; {zero:,} at 0 µs not drawn" if zero else ""), np.where(v > 0, v, np.nan))
+
+    name, y = positive("sojourn t_dep − t_arr", series["sojourn_us"])
+    fig.add_trace(go.Scatter(x=t, y=y, mode="markers", name=name,
+                             marker=dict(size=3, color=_COLOURS[0], opacity=0.5)))
     if "k_sockq_us" in series:
-        fig.add_trace(go.Scatter(x=t, y=series["k_sockq_us"], mode="markers", name="K_sockq (socket queue)",
-                                   marker=dict(size=3, color=_COLOURS[1], opacity=0.5)))
+        name, y = positive("K_sockq (socket queue)", series["k_sockq_us"])
+        fig.add_trace(go.Scatter(x=t, y=y, mode="markers", name=name,
+                                 marker=dict(size=3, color=_COLOURS[1], opacity=0.5)))
     w, e = series.get("warmup_t_s", 0.0), series.get("end_t_s", float(t.max()) if t.size else 0.0)
     if t.size:
         if w > t.min():
@@ -81,9 +90,10 @@ def series_figure(series: dict[str, Any]) -> go.Figure:
 
 
 def load_latency_figure(per_run: pd.DataFrame, curve: dict[str, np.ndarray] | None,
-                        q_label: str) -> go.Figure:
+                        q_label: str, refuted: bool = False) -> go.Figure:
     """Measured mean Q (with its 95 % CI) and p99 sojourn against the call rate, one series per
-    thread count, with the M/G/1 prediction (``curve``: ``{"cps", "q_us"}``) where given."""
+    thread count, with the M/G/1 prediction (``curve``: ``{"cps", "q_us"}``) where given (dotted
+    and so labelled when the runs refute it)."""
     fig = go.Figure()
     for i, (c, g) in enumerate(per_run.groupby("threads", sort=True)):
         g = g.sort_values("lam_cps")
@@ -95,9 +105,10 @@ def load_latency_figure(per_run: pd.DataFrame, curve: dict[str, np.ndarray] | No
             fig.add_trace(go.Scatter(x=g["lam_cps"], y=g["p99_us"], mode="markers", name=f"measured p99, {c}w",
                                      marker=dict(symbol="triangle-up", color=col)))
     if curve is not None and len(curve["cps"]):
-        fig.add_trace(go.Scatter(x=curve["cps"], y=curve["q_us"], mode="lines", name="M/G/1 with fitted α(λ)",
-                                 line=dict(color="black", dash="dash")))
-    return _layout(fig, "call rate (calls/s)", f"{q_label} (µs)", log_y=True)
+        fig.add_trace(go.Scatter(x=curve["cps"], y=curve["q_us"], mode="lines",
+                                 name="M/G/1 with fitted α(λ)" + (" (refuted by the runs)" if refuted else ""),
+                                 line=dict(color="black", dash="dot" if refuted else "dash")))
+    return _fit_ranges(_layout(fig, "call rate (calls/s)", f"{q_label} (µs)", log_y=True))
 
 
 def load_drop_figure(per_run: pd.DataFrame, curves: dict[int, dict[str, np.ndarray]], knees: Sequence[dict],
@@ -113,14 +124,20 @@ def load_drop_figure(per_run: pd.DataFrame, curves: dict[int, dict[str, np.ndarr
                                  error_y=dict(type="data", array=100 * g["pdr_ci95"].fillna(0), visible=True)))
         cv = curves.get(int(c))
         if cv is not None:
-            fig.add_trace(go.Scatter(x=cv["cps"], y=100 * cv["p"], mode="lines", name=f"M/M/{c}/K model",
-                                     line=dict(color=col, dash="dash")))
+            bad = any(k.get("model_refuted") for k in knees if int(k.get("threads", 0)) == int(c))
+            fig.add_trace(go.Scatter(x=cv["cps"], y=100 * cv["p"], mode="lines",
+                                     name=f"M/M/{c}/K model" + (" (refuted by the runs)" if bad else ""),
+                                     line=dict(color=col, dash="dot" if bad else "dash", width=1 if bad else 2)))
     fig.add_hline(y=target_pct, line=dict(color="#d62728", dash="dot", width=1),
                   annotation_text=f"{target_pct:g} % drops", annotation_position="top left")
     for k in knees:
-        if math.isfinite(k.get("measured_cps", float("nan"))) and not k.get("measured_censored"):
+        lo, hi = (k.get("measured_ci95_cps") or [float("nan")] * 2)[:2]
+        if not k.get("measured_censored") and math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            # the knee's 95 % interval: the gap between the rates around it and the replication spread
+            fig.add_vrect(x0=lo, x1=hi, fillcolor="#555", opacity=0.10, line_width=0)
+        if math.isfinite(k.get("measured_cps", float("nan"))) and k.get("measured_located"):
             fig.add_vline(x=k["measured_cps"], line=dict(color="#555", dash="dot", width=1))
-    return _layout(fig, "call rate (calls/s)", "dropped messages (%)")
+    return _fit_ranges(_layout(fig, "call rate (calls/s)", "dropped messages (%)"))
 
 
 def alpha_figure(per_run: pd.DataFrame, knots: tuple[Sequence[float], Sequence[float]],
@@ -137,7 +154,66 @@ def alpha_figure(per_run: pd.DataFrame, knots: tuple[Sequence[float], Sequence[f
     if thesis is not None:
         fig.add_trace(go.Scatter(x=list(thesis[0]), y=list(thesis[1]), mode="lines",
                                  name="thesis α(λ), Poisson (§4.3.1)", line=dict(color="#999", dash="dot")))
-    return _layout(fig, "message rate λ (packets/s)", "α (dimensionless)", height=380)
+    return _fit_ranges(_layout(fig, "message rate λ (packets/s)", "α (dimensionless)", height=380))
+
+
+def cpu_figure(rep) -> go.Figure:
+    """CPU-seconds per second of the proxy's processes per run against the call rate, the
+    utilisation law's least-squares line with its 95 % confidence band, the CPUs the proxy can use
+    (dotted) and the rate at which the line reaches them."""
+    fig = go.Figure()
+    fit = rep.fit
+    for i, x in enumerate(getattr(fit, "cpu", []) if fit is not None else []):
+        col = _COLOURS[i % len(_COLOURS)]
+        pts = pd.DataFrame(x["points"])
+        c = x["threads"]
+        fig.add_trace(go.Scatter(x=pts["rate_cps"], y=pts["cpu_share"], mode="markers",
+                                 name=f"measured, {c} worker{'s' if c > 1 else ''}", marker=dict(size=8, color=col)))
+        d, a = x["demand_s"], x["idle_share"]
+        if not (math.isfinite(d) and d > 0 and math.isfinite(a)):
+            continue
+        cap = x["capacity_cps"]
+        top = float(max(pts["rate_cps"].max(), cap if math.isfinite(cap) else 0.0))
+        grid = np.linspace(0.0, top * 1.05, 100)
+        band = x.get("band")
+        if band:    # the line's 95 % confidence band
+            half = band["t"] * band["s"] * np.sqrt(1 / band["n"] + (grid - band["x_mean"]) ** 2 / band["sxx"])
+            fig.add_trace(go.Scatter(x=np.concatenate([grid, grid[::-1]]),
+                                     y=np.concatenate([a + d * grid + half, (a + d * grid - half)[::-1]]),
+                                     fill="toself", fillcolor=col, opacity=0.15, line=dict(width=0),
+                                     mode="lines", name="95 % band of the line", hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=grid, y=a + d * grid, mode="lines", name=f"U = U₀ + D·λ, {c}w",
+                                 line=dict(color=col)))
+        fig.add_hline(y=x["cpus"], line=dict(color=col, dash="dot", width=1),
+                      annotation_text=f"{x['cpus']:g} CPU{'s' if x['cpus'] != 1 else ''}",
+                      annotation_position="top left")
+    return _fit_ranges(_layout(fig, "call rate (calls/s)", "CPU-seconds per second"))
+
+
+def _fit_ranges(fig: go.Figure, pad: float = 0.06) -> go.Figure:
+    """Set both linear axes' ranges from every trace's points (and error bars), with ``pad`` of the
+    span on each side: no measured point falls off the plot or onto its border, on any screen."""
+    xs, ys = [], []
+    for tr in fig.data:
+        x = np.asarray(tr.x if tr.x is not None else [], dtype=float)
+        y = np.asarray(tr.y if tr.y is not None else [], dtype=float)
+        if x.size != y.size:
+            continue
+        ok = np.isfinite(x) & np.isfinite(y)
+        xs.append(x[ok])
+        e = getattr(tr, "error_y", None)
+        arr = np.asarray(e.array, dtype=float) if e is not None and e.array is not None else None
+        if arr is not None and arr.size == y.size:
+            ys += [y[ok] + np.nan_to_num(arr[ok]), y[ok] - np.nan_to_num(arr[ok])]
+        ys.append(y[ok])
+    for axis, vals in (("xaxis", xs), ("yaxis", ys)):
+        v = np.concatenate(vals) if vals else np.array([])
+        if not v.size or getattr(fig.layout, axis).type == "log":
+            continue
+        lo, hi = float(v.min()), float(v.max())
+        span = hi - lo if hi > lo else max(abs(hi), 1.0)
+        fig.update_layout({axis: dict(range=[lo - pad * span, hi + pad * span])})
+    return fig
 
 
 def slowest_calls(tl: pd.DataFrame, n: int = 5) -> list[tuple[str, float, str]]:

@@ -135,6 +135,12 @@ def render(rep, n_slowest: int = 5) -> str:
             f"<script>{_TOGGLE_JS}</script></body></html>")
 
 
+def _signed_pct(x: float) -> str:
+    """A fraction as a signed whole percentage, 0 without a sign (never "-0 %")."""
+    v = round(100 * x)
+    return "0" if v == 0 else f"{v:+,d}"
+
+
 def _card(value: str, label: str) -> str:
     return f"<div class='card'><div class='v'>{_e(value)}</div><div class='l'>{_e(label)}</div></div>"
 
@@ -144,19 +150,50 @@ def _verdict(rep) -> str:
     n = v.get("numbers", {})
     out = ["<h2 id='verdict'>Verdict</h2>"]
     cards = []
-    if math.isfinite(n.get("top_rho", float("nan"))):
-        cards.append(_card(f"{100 * n['top_rho']:.0f} %", f"utilisation at {n['top_rate_cps']:,.0f} calls/s"))
-    km = n.get("knee_measured_cps", float("nan"))
-    if km is not None and math.isfinite(km):
-        cards.append(_card(f"{km:,.0f} calls/s", "1 %-drop knee, measured"))
+
+    def fin(x) -> bool:
+        return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+    weak = bool(n.get("data_limits")) and any(("call" in x and "in all" in x) or "arrival rate" in x
+                                               for x in n.get("data_limits", []))
+    if fin(n.get("top_rho")) and not weak and not n.get("top_rho_contradicted"):
+        src = {"cpu": "measured from CPU accounting", "sojourn upper bound": "upper bound (from the sojourn)",
+               "traced": "from the traced service time"}.get(n.get("rho_source", ""), "")
+        cards.append(_card(f"{'≤ ' if n.get('rho_upper_bound') else ''}{100 * n['top_rho']:.0f} %",
+                           f"utilisation per worker at {n['top_rate_cps']:,.0f} calls/s, {src}"))
+    km, (lo, hi) = n.get("knee_measured_cps", float("nan")), (n.get("knee_measured_ci95") or [float("nan")] * 2)
+    if fin(km) and n.get("knee_located"):
+        cards.append(_card(f"{km:,.0f} calls/s", f"1 %-drop knee, measured (95 %: {lo:,.0f}–{hi:,.0f})"))
+    elif fin(km) and fin(lo) and fin(hi):
+        cards.append(_card(f"{lo:,.0f}–{hi:,.0f} calls/s", "1 %-drop knee: between these (not located)"))
+    elif n.get("knee_measured_censored") == "above" and fin(lo):
+        cards.append(_card(f"> {lo:,.0f} calls/s", "1 %-drop knee: above every rate run"))
     kd = n.get("knee_model_cps", float("nan"))
-    if kd is not None and math.isfinite(kd):
-        cards.append(_card(f"{kd:,.0f} calls/s", "1 %-drop knee, model"))
+    if fin(kd) and n.get("knee_model_usable") and not weak:
+        cards.append(_card(f"{kd:,.0f} calls/s", "1 %-drop knee, model prediction"))
+    if fin(n.get("cpu_capacity_cps")):
+        cards.append(_card(f"{n['cpu_capacity_cps']:,.0f} calls/s", "CPUs full at (utilisation law on CPU accounting"
+                           + (")" if n.get("cpu_capacity_bounds_knee") else "; no-load CPU taken as 0: too low)")))
     hr = n.get("headroom_fraction")
-    if hr is not None and math.isfinite(hr):
-        cards.append(_card(f"{100 * hr:+.0f} %", f"headroom over {n['headroom_from_cps']:,.0f} calls/s"))
-    if n.get("c11_cps") is not None and math.isfinite(n["c11_cps"]):
-        cards.append(_card(f"{n['c11_cps']:,.0f} calls/s", "C₁,₁ fitted (thesis: 1,000)"))
+    if fin(hr):
+        hci = n.get("headroom_ci95") or [float("nan")] * 2
+        both = fin(hci[0]) and fin(hci[1])
+        if n.get("knee_located") or not both:
+            rng = f" (95 %: {_signed_pct(hci[0])} to {_signed_pct(hci[1])} %)" if both else ""
+            cards.append(_card(f"{_signed_pct(hr)} %", f"headroom over {n['headroom_from_cps']:,.0f} calls/s{rng}"
+                               + (", model prediction" if str(n.get("headroom_knee_source", "")).startswith("model")
+                                  else "")))
+        else:
+            cards.append(_card(f"{_signed_pct(hci[0])} to {_signed_pct(hci[1])} %",
+                               f"headroom over {n['headroom_from_cps']:,.0f} calls/s (knee not located)"))
+    elif fin(n.get("headroom_at_least")):
+        cards.append(_card(f"≥ {_signed_pct(n['headroom_at_least'])} %", f"headroom over {n['headroom_from_cps']:,.0f} calls/s"))
+    if fin(n.get("c11_cps")):
+        cc = n.get("c11_ci95") or [float("nan")] * 2
+        val = (f"{n['c11_cps']:,.0f} calls/s" if n.get("c11_located", True) or n.get("c11_source") != "measured"
+               or not (fin(cc[0]) and fin(cc[1])) else f"{cc[0]:,.0f}–{cc[1]:,.0f} calls/s")
+        cards.append(_card(val, "C₁,₁ fitted (thesis: 1,000)"
+                           + ("" if n.get("c11_source") == "measured" else ", model prediction")))
     for k, m in v.get("models", {}).items():
         cards.append(_card(m["verdict"], {"mg1": "M/G/1 (mean wait)", "mmck": "M/M/c/K (knee)"}.get(k, k)))
     if cards:
@@ -210,12 +247,15 @@ def _runs(rep, fig) -> str:
         curve = F.mg1_curve(rep)
         qk = ok[0].measure.fit_input.q_kind
         ql = "K_sockq" if qk == "k_sockq" else "sojourn"
-        out.append(fig(F.load_latency_figure(pr, curve, ql),
+        bad = rep.verdict.get("models", {}).get("mg1", {}).get("verdict") == "refuted"
+        out.append(fig(F.load_latency_figure(pr, curve, ql, refuted=bad),
                        f"Load–latency: measured mean {ql} per run with its 95 % CI (error bars), the p99 of the "
                        f"sojourn (triangles), and the M/G/1 prediction with the fitted α(λ) (dashed, one worker)."))
         out.append(fig(F.load_drop_figure(pr, F.drop_curves(rep), fit.knees),
                        "Load–drop: measured drop rate per run with its 95 % batch-means CI, the M/M/c/K "
-                       "prediction (dashed) and the 1 % line; a vertical line marks a measured knee."))
+                       "prediction (dashed; dotted and so labelled where the runs refute it) and the 1 % line; the "
+                       "grey band is the measured knee's 95 % interval, a vertical line its estimate where the "
+                       "runs locate it."))
         samples = {r.label: _steady_sojourn(r) for r in sorted(ok, key=lambda r: r.measure.lam_cps)[:10]}
         out.append(fig(F.ecdf_figure(samples),
                        "ECDF of the time in the proxy per run (steady state; at most 10 runs, the lowest rates)."))
@@ -271,13 +311,46 @@ def _model(rep, fig) -> str:
             out.append(fig(F.alpha_figure(pr, (xs, ys), (th[0], th[1])),
                            "α of each one-worker run (the value for which M/G/1 reproduces it) and the fitted "
                            "α(λ); the thesis's Poisson curve (its OpenSIPS on 2010 hardware) for comparison."))
+    kt = T.knees(rep)
+    if len(kt):
+        out.append("<h3>The 1 %-drop knee</h3><p>Measured from every drop measurement (each run, each round of a "
+                   "stored point, each knee-search probe): a monotone fit of the drop fraction against the rate, "
+                   "bootstrapped over the replications; its 95 % interval always spans the gap between the two "
+                   "rates that bracket 1 %, since nothing between them was measured. The model's knee is checked "
+                   "against every run's drops and not used when they refute it.</p>")
+        out.append(_table(kt, fmt={"M/M/c/K knee (calls/s)": 0}))
+        for k in fit.knees:
+            kr = T.knee_rates(rep, k["threads"])
+            if len(kr):
+                out.append(f"<details><summary>Drop fraction by rate, {k['threads']} worker"
+                           f"{'s' if k['threads'] > 1 else ''}</summary>"
+                           + _table(kr, fmt={"calls/s": 0, "drops (%)": 3, "monotone fit (%)": 3, "messages": 0})
+                           + "</details>")
+    ct = T.cpu(rep)
+    if len(ct):
+        out.append("<h3>Utilisation law on the proxy's CPU accounting</h3><p>CPU-seconds per second of all the "
+                   "proxy's processes against the call rate over the light-load runs (no drops, no growing "
+                   "queue): the slope is the CPU per call, and the rate at which the CPUs the proxy can use "
+                   "would be full bounds the knee from above (drops start before).</p>")
+        out.append(_table(ct, fmt={"CPU per call (ms)": 3, "CPU at no load (CPU-s per s)": 3,
+                                   "CPUs full at (calls/s)": 0}))
+        out.append(fig(F.cpu_figure(rep), "CPU-seconds per second of the proxy's processes per light-load run "
+                                          "against the call rate, the least-squares line (with its 95 % band when "
+                                          "three or more rates give one), and the CPUs it can use (dotted)."))
     if fit.capacity:
         cp = T.capacity(rep)
-        out.append("<h3>Capacity rule C_p,m = T_p,m · C₁,₁ (thesis eq. 7.1)</h3>"
+        from sipperf.report.runs import lab_rule_miss
+
+        miss = lab_rule_miss()
+        err = (f" Its own measured error: on the lab's {miss['cores']}-core machine (datasets/lab/long) it promised "
+               f"{miss['promise_cps']:,.0f} calls/s from the one-worker knee, {miss['ratio']:.1f}× "
+               f"({miss['ratio_lo']:.1f}–{miss['ratio_hi']:.1f}×) the best knee measured "
+               f"({miss['best_cps']:,.0f} calls/s).") if miss else ""
+        out.append("<h3>Capacity rule C_p,m = T_p,m · C₁,₁ (thesis eq. 7.1): model predictions</h3>"
                    "<p class='muted'>T₁,m = m + 2 on one processor, T_p,m = m on p ≥ 2 (thesis §7.6). The rule was "
-                   "fitted by the thesis to three machines with at most 6 cores: beyond that it is an "
-                   "extrapolation.</p>")
-        out.append(_table(cp, fmt={"C_p,m (calls/s)": 0}))
+                   "fitted by the thesis to three machines with at most 6 cores; for a machine you did not measure "
+                   "it is a model prediction, never a capacity." + _e(err) + "</p>")
+        out.append(_table(cp, fmt={"C_p,m predicted (calls/s)": 0}))
     return "\n".join(out)
 
 
@@ -310,8 +383,11 @@ def _run_detail(r, fig, n_slowest: int, open_: bool) -> str:
         tl = r.timeline
         soj = (tl["t_dep"].to_numpy(dtype="float64", na_value=np.nan)
                - tl["t_arr"].to_numpy(dtype="float64", na_value=np.nan)) / 1e3
-        for t in ("INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE", "OTHER"):
-            v = soj[(tl["msg_type"] == t).fillna(False).to_numpy(bool)]
+        from sipperf.calls import class_order, message_class
+
+        cls = message_class(tl).to_numpy(object)
+        for t in class_order(pd.unique(cls)):
+            v = soj[cls == t]
             if np.isfinite(v).sum() >= 2:
                 by[t] = v
         out.append(_guard("ECDF", lambda: fig(F.ecdf_figure(by),
@@ -324,7 +400,11 @@ def _run_detail(r, fig, n_slowest: int, open_: bool) -> str:
     tx = r.tables.get("transactions")
     if tx is not None and len(tx):
         out.append("<h3>Request → response per transaction type (µs)</h3>" + _table(tx))
-    if n_slowest > 0 and r.timeline is not None:
+    if n_slowest > 0 and r.timeline is not None and "src" not in r.timeline.columns:
+        out.append("<p class='muted'>No ladder diagrams: this capture was streamed (the default at 64 MB or "
+                   "more), which keeps only the columns the statistics need; <code>sipperf report "
+                   "--in-memory</code> draws them.</p>")
+    elif n_slowest > 0 and r.timeline is not None:
         out.append(_guard("slowest calls", lambda: _ladders(r, fig, n_slowest)))
     out.append("</details>")
     return "\n".join(out)

@@ -27,6 +27,18 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processors", type=int, default=None, help="processors p of the machine (default 1)")
     p.add_argument("--buffer-pkts", type=float, default=None,
                    help="socket-queue capacity K in packets (default: what drops show, else 200)")
+    p.add_argument("--cpu", default=None, metavar="FILE",
+                   help="the proxy's CPU accounting, a CSV with a header: run (a run's label) and/or rate_cps "
+                        "(calls/s), and cpu_s + window_s (CPU seconds, user + system, of all the proxy's processes, "
+                        "and the seconds they were counted over) or cpu_share (CPU-seconds per second); optional "
+                        "threads.  Rows naming a run give its utilisation; all rows of light-load runs give the CPU "
+                        "per call and the capacity by the utilisation law.  (sipperf lab records this in each "
+                        "run's meta.json: proxy_cpu.)")
+    eng = p.add_mutually_exclusive_group()
+    eng.add_argument("--stream", action="store_true",
+                     help="stream every capture (bounded memory; default for a capture of 64 MB or more)")
+    eng.add_argument("--in-memory", action="store_true",
+                     help="read every capture into memory (the whole timeline: ladder diagrams of the slowest calls)")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the 95 %% intervals")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
 
@@ -54,7 +66,8 @@ def build_options(a: argparse.Namespace) -> dict:
                       bootstrap=a.bootstrap, proxy=a.proxy)
     return {"group_by": a.group_by, "proxy": a.proxy, "strict": a.strict, "offered": a.offered,
             "threads": a.threads, "cores": a.cores, "processors": a.processors, "buffer_pkts": a.buffer_pkts,
-            "n_boot": a.bootstrap, "seed": a.seed}
+            "n_boot": a.bootstrap, "seed": a.seed, "cpu": getattr(a, "cpu", None),
+            "stream": True if getattr(a, "stream", False) else (False if getattr(a, "in_memory", False) else None)}
 
 
 def printable(s: str) -> str:

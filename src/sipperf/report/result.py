@@ -72,7 +72,9 @@ def runs_table(rep: Report) -> pd.DataFrame:
                       "sojourn_ci95_us": _comp(m, "sojourn", "ci95_hw_us"),
                       "sojourn_p99_us": _comp(m, "sojourn", "p99_us"), "pdr_percent": 100 * m.pdr,
                       "pdr_ci95_percent": 100 * m.pdr_ci95, "dropped": m.dropped,
-                      "retransmissions": m.retransmissions, "warnings": len(m.warnings)})
+                      "retransmissions": m.retransmissions, "warnings": len(m.warnings),
+                      "cpu_share": m.cpu_share if m.cpu_share is not None else float("nan"),
+                      "queue_growing": m.queue_growing})
         p = per.get(r.label)
         if p:
             for k in ("rho", "rho_run", "ex_us", "scv", "alpha_run", "alpha_fit", "w_meas_us", "w_pred_us", "w_err_pct",
@@ -80,7 +82,13 @@ def runs_table(rep: Report) -> pd.DataFrame:
                 if k in p:
                     d[k if k != "pdr_pred" else "pdr_pred_percent"] = 100 * p[k] if k == "pdr_pred" else p[k]
             ru = p.get("rho_run", float("nan"))
-            d["utilisation"] = ru if ru is not None and math.isfinite(ru) else p.get("rho", float("nan"))
+            rc = p.get("rho_cpu", float("nan"))
+            if rc is not None and math.isfinite(rc):    # measured: the proxy's CPU accounting
+                d["utilisation"], d["utilisation_from"] = rc, "CPU accounting"
+            else:
+                d["utilisation"] = ru if ru is not None and math.isfinite(ru) else p.get("rho", float("nan"))
+                d["utilisation_from"] = ("sojourn (upper bound)" if m is not None and m.fit_input.q_kind == "sojourn"
+                                         else "traced service time")
         rows.append(d)
     return pd.DataFrame(rows)
 

@@ -5,7 +5,8 @@ file is its own run, and a file holding several ``run_id`` values is split by th
 (``group_by``):
 
 ============== ==============================================================================
-``auto``       each run directory and each file is a run; several ``run_id`` in one file split
+``auto``       each run directory and each file is a run (the files of one ring buffer,
+               ``PREFIX_NNNNN_YYYYmmddHHMMSS.pcapng``, one run); several ``run_id`` in one file split
 ``file``       the same as ``auto``
 ``dir``        the files of one directory form one run (e.g. a rotated syslog)
 ``none``       everything is one run (pooling, asked for explicitly)
@@ -39,7 +40,9 @@ from sipperf import stats
 from sipperf.fit import RunInput
 from sipperf.timeline import first_instant
 
-__all__ = ["Group", "group_inputs", "split_timeline", "measure", "RunMeasure", "run_meta", "GROUP_RULES"]
+__all__ = ["Group", "group_inputs", "split_timeline", "measure", "RunMeasure", "run_meta", "GROUP_RULES",
+           "queue_growth", "cpu_share_of", "point_probes", "summary_probes", "lab_rule_miss", "read_cpu_file",
+           "apply_cpu_rows"]
 
 GROUP_RULES = ("auto", "file", "dir", "none", "regex:PATTERN", "gap:SECONDS")
 #: fewer steady-state values than this: the CI falls back to the iid formula (and says so)
@@ -119,8 +122,13 @@ def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]
         items.extend((q, k) for q, k in found if k != "unknown")
     groups: dict[str, list[str]] = {}
     if rule in ("auto", "file"):
-        for p, _ in items:
-            groups.setdefault(_unique(groups, _label(p), p), []).append(str(p))
+        from sipperf.ingest.paths import capture_sets, set_label
+
+        for p, kind in capture_sets(items):   # a ring buffer's files (dumpcap -b) are one run
+            if kind == "pcap-set":
+                groups.setdefault(_unique(groups, set_label(p)[1], p[0]), []).extend(str(q) for q in p)
+            else:
+                groups.setdefault(_unique(groups, _label(p), p), []).append(str(p))
     elif rule == "dir":
         by: dict[str, list[str]] = {}
         for p, k in items:
@@ -245,6 +253,12 @@ def _one_meta(p) -> dict[str, Any]:
             mm = re.search(r"rb(\d+)", sk)
             if mm:
                 out["rcvbuf_bytes"] = int(mm.group(1))
+        # CPU accounting of the load window (sipperf lab: all the proxy's processes, from /proc)
+        for key, name in (("proxy_cpu", "proxy"), ("generator_cpu", "generator")):
+            share = cpu_share_of(m.get(key))
+            if share is not None:
+                out[f"{name}_cpu_share"] = share
+                out[f"{name}_cpu_source"] = f"meta.json {key}"
     return out
 
 
@@ -275,6 +289,15 @@ class RunMeasure:
     retransmissions: int
     k_pkts_data: float | None
     fit_input: RunInput
+    #: the messages the drop rate rests on (the steady window's relayed + dropped)
+    pdr_n: int = 0
+    #: does the time in the proxy grow through the run (:func:`queue_growth`)? None: too short to tell
+    queue_growing: bool | None = None
+    queue_trend: dict[str, Any] = field(default_factory=dict)
+    #: CPU-seconds per second of all the proxy's processes (and the load generator's) over the load
+    cpu_share: float | None = None
+    cpu_source: str = ""
+    generator_cpu_share: float | None = None
     #: which proxy the run measured (its socket in a capture, else the input's format): runs of
     #: different proxies should not be fitted together
     proxy_id: str = ""
@@ -329,6 +352,64 @@ def queue_at_drops(tl: pd.DataFrame) -> float | None:
     a, b = np.sort(ts[ok]), np.sort(tq[ok])
     q = np.searchsorted(a, t_drop, side="right") - np.searchsorted(b, t_drop, side="right")
     return float(np.median(q))
+
+
+def cpu_share_of(rec: Any) -> float | None:
+    """CPU-seconds per second from a ``meta.json`` CPU record (``{"cpu_s", "window_s", ...}``, what
+    ``sipperf lab`` writes as ``proxy_cpu`` and ``generator_cpu``); None when absent or unusable."""
+    if not isinstance(rec, dict):
+        return None
+    try:
+        cpu_s, win = float(rec.get("cpu_s")), float(rec.get("window_s"))
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(cpu_s) and math.isfinite(win) and cpu_s >= 0 and win > 0):
+        return None
+    return cpu_s / win
+
+
+#: the queue-growth check averages the time in the proxy over bins of this many seconds
+GROWTH_BIN_S = 5.0
+
+
+def queue_growth(t_s: np.ndarray, soj_us: np.ndarray, bin_s: float = GROWTH_BIN_S) -> dict[str, Any]:
+    """Does the time in the proxy grow through the run?  The sojourns (in arrival order, ``t_s``
+    seconds since the run's start) are averaged over consecutive bins of ``bin_s`` seconds (a run
+    shorter than four bins is cut into four equal ones, each needing 10 messages).  Growing: the
+    last quarter of the bins averages at least 1.5 times the first quarter and the bin means rise
+    with time (least-squares slope, one-sided p < 0.05).  ``growing`` is None when the run is too
+    short to tell; the dict also holds the bin width, the first and last quarter's means (µs),
+    their ratio and the slope's p-value."""
+    from scipy import stats as st
+
+    t = np.asarray(t_s, dtype=float)
+    v = np.asarray(soj_us, dtype=float)
+    ok = np.isfinite(t) & np.isfinite(v)
+    t, v = t[ok], v[ok]
+    out: dict[str, Any] = {"growing": None, "bin_s": float("nan"), "bins": 0}
+    if t.size < 40:
+        return out
+    span = float(t.max() - t.min())
+    if span <= 0:
+        return out
+    width = bin_s if span >= 4 * bin_s else span / 4
+    k = np.minimum(((t - t.min()) / width).astype(int), max(int(span / width), 1) - 1 if span >= 4 * bin_s else 3)
+    nb = int(k.max()) + 1
+    cnt = np.bincount(k, minlength=nb)
+    means = np.bincount(k, weights=v, minlength=nb) / np.maximum(cnt, 1)
+    good = cnt >= 10
+    if good.sum() < 4:
+        return out
+    mids = (np.arange(nb) + 0.5) * width
+    m, x = means[good], mids[good]
+    q = max(1, m.size // 4)
+    first, last = float(m[:q].mean()), float(m[-q:].mean())
+    lr = st.linregress(x, m)
+    p_one = float(lr.pvalue / 2) if lr.slope > 0 else 1.0
+    ratio = last / first if first > 0 else float("inf")
+    out.update({"growing": bool(ratio >= 1.5 and p_one < 0.05), "bin_s": float(width), "bins": int(m.size),
+                "first_us": first, "last_us": last, "ratio": float(ratio), "p": p_one})
+    return out
 
 
 def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) -> RunMeasure:
@@ -405,6 +486,7 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
                         + ("too low" if ca2 > 1 else "too high") + " (Kingman: W grows with (c_a² + c_s²)/2)")
     # drops in the window, with a batch-means CI on the 0/1 series in arrival order
     pdr = pdr_ci = float("nan")
+    pdr_n = 0
     n_drop = int(dropped.sum())
     if vantage != "endpoint":
         sel = arrived_fw & (t_arr >= t_start) & (t_arr <= t_end)
@@ -412,6 +494,7 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
             sel &= ((disp == "relayed") | (disp == "dropped") | (disp == "")).to_numpy(bool)
         o = np.argsort(t_arr[sel], kind="stable")
         ind = dropped[sel][o].astype(float)
+        pdr_n = int(ind.size)
         if ind.size:
             pdr = float(ind.mean())
             if ind.size >= MIN_BATCH_N:
@@ -464,6 +547,16 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
         warnings.append(f"{retrans} retransmissions seen: SIP timers fired (lost or late messages); "
                         "retransmissions add load the call rate does not show")
     kq = queue_at_drops(tl) if tracepoints else None
+    trend: dict[str, Any] = {}
+    if has_soj and order.size:
+        keep = t_arr[order] <= t_end
+        trend = queue_growth((t_arr[order][keep] - t0) / 1e9, soj_us[keep])
+    growing = trend.get("growing")
+    if growing:
+        warnings.append(f"the time in the proxy grew through the run ({trend['bin_s']:.3g}-s means from "
+                        f"{trend['first_us']:,.0f} to {trend['last_us']:,.0f} µs): the proxy fell behind "
+                        "(ρ ≥ 1 or a stall) and its queue grew")
+    cpu_share = meta.get("proxy_cpu_share")
     k_meta = meta.get("k_pkts")
     threads = meta.get("threads")
     fi = RunInput(
@@ -477,7 +570,10 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
         pdr=pdr, pdr_se=(pdr_ci / 1.96 if math.isfinite(pdr_ci) else 0.0), threads=threads,
         cores=meta.get("cores"), processors=meta.get("processors"),
         k_pkts=float(k_meta) if k_meta else (kq + (threads or 1) if kq is not None else None),
-        steady=not capped)
+        steady=not capped, pdr_n=float(pdr_n) if pdr_n else None,
+        cpu_share=float(cpu_share) if cpu_share is not None else None,
+        cpu_source=str(meta.get("proxy_cpu_source") or "") if cpu_share is not None else "",
+        queue_growing=growing)
     # series for the figures: sojourn (and K_sockq) in arrival order, thinned to <= 4000 points
     series: dict[str, Any] = {}
     if has_soj:
@@ -499,6 +595,10 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
                       warmup_capped=bool(capped), steady_n=int(q.size), window_s=window_s, lam_pps=lam_pps,
                       lam_cps=lam_cps, calls=int(len(inv)), ca2=ca2, ca2_sd=ca2_sd, ca2_msgs=ca2_msgs,
                       pdr=pdr, pdr_ci95=pdr_ci, dropped=n_drop, retransmissions=retrans, k_pkts_data=kq,
+                      pdr_n=int(pdr_n), queue_growing=growing, queue_trend=trend,
+                      cpu_share=float(cpu_share) if cpu_share is not None else None,
+                      cpu_source=str(meta.get("proxy_cpu_source") or "") if cpu_share is not None else "",
+                      generator_cpu_share=meta.get("generator_cpu_share"),
                       fit_input=fi, series=series, components=comp, warnings=warnings)
 
 
@@ -508,19 +608,22 @@ SHOWN = ("sojourn", "k_stack", "k_sockq", "k_copy", "t_sip", "k_snd", "k_rcv")
 
 def components_table(tl: pd.DataFrame) -> pd.DataFrame:
     """Per message type and component: n, mean with its batch-means 95 % CI half-width (30
-    batches, arrival order; iid below 60 values), median and p99, in µs."""
+    batches, arrival order; iid below 60 values), median and p99, in µs.  The types are
+    :func:`sipperf.calls.message_class`: the six call-flow types, then each other request method
+    and each other response class (486-INVITE, 503-INVITE, ...) on its own row, not lumped."""
+    from sipperf.calls import class_order, message_class
     from sipperf.components import derive_arrays
-    from sipperf.timeline import MSG_TYPES
 
     arrays = derive_arrays(tl)
     order = np.argsort(first_instant(tl), kind="stable")
-    types = tl["msg_type"].astype("string").to_numpy(object)[order]
+    types = message_class(tl).to_numpy(object)[order]
+    present = class_order(pd.unique(types))
     rows = []
     for comp in SHOWN:
         v = arrays[comp][order] / 1e3
         if not np.isfinite(v).any():
             continue
-        for t in [t for t in MSG_TYPES if (types == t).any()] + ["ALL"]:
+        for t in present + ["ALL"]:
             x = v if t == "ALL" else v[types == t]
             x = x[np.isfinite(x)]
             if not x.size:
@@ -653,7 +756,13 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
             r_by_type={k: v for k, v in r_by.items() if math.isfinite(v)} if tracepoints else {},
             r_se_by_type={k: v for k, v in r_se.items() if math.isfinite(v)} if tracepoints else {},
             share_by_type=share, pdr=pdr, pdr_se=pdr_hw / 1.96, threads=threads, steady=True,
-            k_pkts=kq + (threads or 1) if kq is not None else None)
+            k_pkts=kq + (threads or 1) if kq is not None else None,
+            pdr_n=float(row["steady_msgs"]) if "steady_msgs" in row and pd.notna(row["steady_msgs"]) else None,
+            probes=point_probes(root, row, threads),
+            cpu_share=cpu_share_of({"cpu_s": row.get("proxy_cpu_s"), "window_s": row.get("proxy_cpu_window_s")}),
+            cpu_source="runs.csv proxy_cpu_s / proxy_cpu_window_s")
+        if fi.cpu_share is None:
+            fi.cpu_source = ""
         if kq is not None:
             warnings.append(f"socket-queue capacity: {kq:.0f} packets waiting when a message was dropped "
                             f"(median over the kept timelines of {', '.join(kq_runs)}), plus the "
@@ -673,7 +782,8 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
             window_s=float("nan"), lam_pps=fi.lam_pps, lam_cps=rate, calls=int(row.get("calls_offered", 0) or 0),
             ca2=float("nan"), ca2_sd=float("nan"), ca2_msgs=float("nan"), pdr=pdr, pdr_ci95=pdr_hw,
             dropped=int(row.get("steady_dropped", 0) or 0), retransmissions=int(row.get("uac_retransmissions", 0) or 0),
-            k_pkts_data=kq, fit_input=fi, series={}, components=comps, warnings=warnings)
+            k_pkts_data=kq, fit_input=fi, series={}, components=comps, warnings=warnings,
+            pdr_n=int(fi.pdr_n or 0), cpu_share=fi.cpu_share, cpu_source=fi.cpu_source)
         for k, v in (fit_over or {}).items():
             if v is not None:
                 setattr(fi, k, v)
@@ -681,3 +791,213 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
                 "series": row.get("series"), "workers": threads}
         out.append((rid, meta, meas))
     return out
+
+
+# ---- drop probes of a stored recording, the rule's error on the lab, CPU from the user ------------
+
+def _point_meta(root: Path, rid: str) -> dict[str, Any]:
+    """A stored point's compact meta (``point.json`` where the point keeps a timeline, else
+    ``meta.json``); {} when neither is readable."""
+    for name in ("point.json", "meta.json"):
+        f = root / "runs" / rid / name
+        if f.is_file():
+            try:
+                d = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(d, dict) and "rounds" in d:
+                return d
+    return {}
+
+
+def point_probes(root, row, threads: int | None) -> list:
+    """The rounds of one stored point as drop probes (:class:`sipperf.fit.KneeProbe`): each
+    round's socket drops over datagrams read + dropped (the kernel's counters, whole round), the
+    design effect taken from the point's batch-means interval of its steady-window drop rate."""
+    from sipperf.fit import KneeProbe
+
+    rid = str(row.get("run_id"))
+    rate = float(row.get("rate_cps", float("nan")))
+    p, hw, n = (float(row.get(k, float("nan")) if pd.notna(row.get(k, float("nan"))) else float("nan"))
+                for k in ("pdr", "pdr_ci_hw", "steady_msgs"))
+    deff = None
+    if 0 < p < 1 and hw > 0 and n > 0:
+        deff = max(1.0, (hw / 1.96) ** 2 / (p * (1 - p) / n))
+    out = []
+    for k, rd in enumerate(_point_meta(Path(root), rid).get("rounds") or []):
+        try:
+            d, rr = float(rd.get("proxy_socket_drops")), float(rd.get("proxy_read"))
+        except (TypeError, ValueError):
+            continue
+        if not (math.isfinite(d) and math.isfinite(rr)) or d + rr <= 0 or rd.get("busy_during_run"):
+            continue
+        out.append(KneeProbe(f"{rid} round {k}", rate, d / (d + rr), d + rr, threads or 1, True, deff,
+                             "round (socket counters)"))
+    return out
+
+
+def summary_probes(root) -> list:
+    """The knee search's probes of a stored recording (``probes.csv``: workers, rate, datagrams
+    read and dropped by the proxy's socket) as :class:`sipperf.fit.KneeProbe`; probes taken while
+    the machine was busy are left out.  [] when the file is absent."""
+    from sipperf.fit import KneeProbe
+
+    f = Path(root) / "probes.csv"
+    if not f.is_file():
+        return []
+    pr = pd.read_csv(f)
+    need = ("workers", "rate_cps", "proxy_read", "proxy_socket_drops")
+    if any(c not in pr.columns for c in need):
+        raise ValueError(f"probes.csv lacks the column(s) {', '.join(c for c in need if c not in pr.columns)}")
+    out = []
+    for i, r in pr.iterrows():
+        if bool(r.get("machine_busy", False)) is True:
+            continue
+        n = float(r["proxy_read"]) + float(r["proxy_socket_drops"])
+        if n > 0 and math.isfinite(n):
+            out.append(KneeProbe(f"probe {i + 1} ({float(r['rate_cps']):,.0f} calls/s)", float(r["rate_cps"]),
+                                 float(r["proxy_socket_drops"]) / n, n, int(r["workers"]), True, None,
+                                 "knee-search probe (socket counters)"))
+    return out
+
+
+def lab_rule_miss(root=None) -> dict[str, Any] | None:
+    """How far the capacity rule C_{1,m} = T_{1,m}·C_{1,1} (thesis eq. 7.1) missed on the lab's own
+    worker series (``datasets/lab/long``; its machine's cores from ``machine.json``): C_{1,1} taken
+    as the one-worker knee, the rule's promise for those cores against the best knee any worker
+    count reached (``ratio``; ``ratio_lo``/``ratio_hi`` with the knees' interval ends).  Knees by
+    :func:`sipperf.fit.knee_from_probes` on each count's rounds and knee-search probes, as
+    ``sipperf fit`` reads that dataset.  None when the dataset or a knee is missing.  Cached."""
+    from sipperf.thesis import datasets_dir
+
+    root = Path(root) if root is not None else datasets_dir() / "lab" / "long"
+    key = str(root.resolve())
+    if key not in _RULE_CACHE:
+        try:
+            _RULE_CACHE[key] = _lab_rule_miss(root)
+        except (OSError, ValueError, KeyError):
+            _RULE_CACHE[key] = None
+    return _RULE_CACHE[key]
+
+
+def _lab_rule_miss(r: Path) -> dict[str, Any] | None:
+    from sipperf.fit import knee_from_probes
+    from sipperf.ingest.lab_runs.dataset import load_points
+    from sipperf.models.capacity import threads_for_capacity
+
+    if not (r / "runs.csv").is_file():
+        return None
+    pts = load_points(r)
+    pts = pts[pts["series"] == "workers"] if "series" in pts.columns else pts
+    extra = summary_probes(r)
+    knees = {}
+    for c, g in pts.groupby("workers"):
+        pr = [q for _, row in g.iterrows() for q in point_probes(r, row, int(c))]
+        pr += [q for q in extra if int(q.threads) == int(c)]
+        k = knee_from_probes(pr)
+        if not k["censored"]:
+            knees[int(c)] = k
+    if 1 not in knees or len(knees) < 2:
+        return None
+    cores = 0
+    try:
+        cores = int(((json.loads((r / "machine.json").read_text()).get("machine") or {}).get("cpu") or {})
+                    .get("count") or 0)
+    except (OSError, ValueError, AttributeError, TypeError):
+        cores = 0
+    if cores < 1:
+        return None
+    t = threads_for_capacity(1, cores)
+    best_c = max(knees, key=lambda c: knees[c]["knee"])
+    one, best = knees[1]["knee"], knees[best_c]["knee"]
+    return {"cores": cores, "threads": t, "one_cps": one, "best_cps": best, "best_workers": best_c,
+            "promise_cps": t * one, "ratio": t * one / best,
+            "ratio_lo": t * knees[1]["lo"] / knees[best_c]["hi"], "ratio_hi": t * knees[1]["hi"] / knees[best_c]["lo"],
+            "knees": {c: {"knee": k["knee"], "lo": k["lo"], "hi": k["hi"]} for c, k in knees.items()},
+            "source": "datasets/lab/long"}
+
+
+_RULE_CACHE: dict[str, Any] = {}
+
+
+def read_cpu_file(path) -> list[dict[str, Any]]:
+    """The ``--cpu FILE`` of ``sipperf report`` / ``fit``: a CSV of the proxy's CPU accounting, one
+    row per load level.  Columns (a header line): ``run`` (a run's label, optional) and/or
+    ``rate_cps`` (calls per second; required where ``run`` is absent), and either ``cpu_s`` (CPU
+    seconds, user + system, of all the proxy's processes) with ``window_s`` (the seconds they were
+    counted over), or ``cpu_share`` (CPU-seconds per second); optional ``threads`` (workers).
+    Returns one dict per row (``run``, ``rate_cps``, ``cpu_share``, ``threads``); an
+    :class:`~sipperf.timeline.IngestError` naming the file and line on anything else."""
+    from sipperf.ingest.paths import display_path
+    from sipperf.timeline import IngestError
+
+    name = display_path(path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise IngestError(name, "--cpu", "no such file") from None
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise IngestError(name, "line 1", f"not a readable CSV ({e})") from None
+    cols = {c.strip().lower(): c for c in df.columns}
+    if "cpu_share" not in cols and not {"cpu_s", "window_s"} <= set(cols):
+        raise IngestError(name, "line 1", "needs a column cpu_share, or cpu_s and window_s "
+                                          f"(found: {', '.join(df.columns) or 'none'})")
+    if "run" not in cols and "rate_cps" not in cols:
+        raise IngestError(name, "line 1", "needs a column run or rate_cps")
+    if not len(df):
+        raise IngestError(name, "line 2", "no rows")
+
+    def num(row, key, line, positive=False):
+        raw = str(row[cols[key]]).strip() if key in cols else ""
+        if raw == "":
+            return None
+        try:
+            v = float(raw)
+        except ValueError:
+            raise IngestError(name, f"line {line}", f"{key} {raw!r} is not a number") from None
+        if not math.isfinite(v) or v < 0 or (positive and v <= 0):
+            raise IngestError(name, f"line {line}", f"{key} {raw!r} must be a {'positive' if positive else 'non-negative'} "
+                                                   "finite number")
+        return v
+
+    out = []
+    for i, row in enumerate(df.to_dict("records")):
+        line = i + 2
+        run = str(row[cols["run"]]).strip() if "run" in cols else ""
+        rate = num(row, "rate_cps", line, positive=True)
+        share = num(row, "cpu_share", line)
+        if share is None:
+            cs, w = num(row, "cpu_s", line), num(row, "window_s", line, positive=True)
+            if cs is None or w is None:
+                raise IngestError(name, f"line {line}", "needs cpu_share, or cpu_s and window_s")
+            share = cs / w
+        th = num(row, "threads", line, positive=True)
+        if not run and rate is None:
+            raise IngestError(name, f"line {line}", "needs a run label or a rate_cps")
+        out.append({"run": run or None, "rate_cps": rate, "cpu_share": share,
+                    "threads": int(th) if th is not None else None, "line": line, "file": name})
+    return out
+
+
+def apply_cpu_rows(rows: list[dict[str, Any]], measures: list["RunMeasure"]) -> list[dict[str, Any]]:
+    """Attach the ``--cpu`` rows naming a run to that run (they win over its ``meta.json``), and
+    return the others as extra points of the utilisation law (``rate_cps``, ``cpu_share``,
+    ``threads``).  A row naming a run that is not there is an error naming the line."""
+    from sipperf.timeline import IngestError
+
+    by = {m.label: m for m in measures}
+    extra = []
+    for r in rows:
+        if r["run"] is not None:
+            m = by.get(r["run"])
+            if m is None:
+                raise IngestError(r["file"], f"line {r['line']}", f"run {r['run']!r} is not among the runs "
+                                  f"({', '.join(list(by)[:6])}{' …' if len(by) > 6 else ''})")
+            m.cpu_share = m.fit_input.cpu_share = float(r["cpu_share"])
+            m.cpu_source = m.fit_input.cpu_source = f"--cpu {r['file']} line {r['line']}"
+            if r["rate_cps"] is not None and not math.isfinite(m.lam_cps):
+                m.lam_cps = m.fit_input.lam_cps = float(r["rate_cps"])
+            continue
+        extra.append({"run": f"{r['file']} line {r['line']}", "rate_cps": r["rate_cps"], "cpu_share": r["cpu_share"],
+                      "threads": r["threads"]})
+    return extra

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["account", "runs_compared", "constants", "service_demand", "predictions", "capacity",
-           "components", "verdict_markdown", "ci_text"]
+           "components", "verdict_markdown", "ci_text", "knees", "knee_rates", "cpu"]
 
 
 def ci_text(ci, nd: int = 1) -> str:
@@ -43,6 +43,7 @@ RUN_COLUMNS = {"run": "run", "vantage": "vantage", "threads": "workers", "rate_c
                "q_kind": "Q", "q_mean_us": "mean Q (µs)", "q_ci95_us": "± 95 % (µs)",
                "sojourn_p50_us": "sojourn p50 (µs)", "sojourn_p99_us": "sojourn p99 (µs)",
                "pdr_percent": "drops (%)", "pdr_ci95_percent": "± 95 % (pp)", "utilisation": "utilisation ρ",
+               "utilisation_from": "ρ from", "cpu_share": "CPU-s per s", "queue_growing": "queue grows",
                "calls_ca2": "calls c_a²", "retransmissions": "retrans."}
 
 
@@ -77,7 +78,8 @@ def constants(rep) -> pd.DataFrame:
                 rows.append({"constant": lab, "value": c[term], "95 % interval": ci_text(c.get(term + "_ci95"), 5),
                              "from runs": ", ".join(c["runs"]), "how": c["how"]})
         else:
-            rows.append({"constant": {"service_demand_us": "service demand E[X] per message (µs)",
+            rows.append({"constant": {"service_demand_us": "service demand E[X] per message (µs)"
+                                      + (", upper bound (from the sojourn)" if c.get("upper_bound") else ""),
                                       "b_us": f"B = {c.get('what', '')} (µs)",
                                       "c11_cps": "C₁,₁ (calls/s)"}.get(name, name),
                          "value": c["value"], "95 % interval": ci_text(c.get("ci95"), 1),
@@ -92,8 +94,10 @@ def service_demand(rep) -> pd.DataFrame:
         return pd.DataFrame()
     sv = pd.DataFrame(fit.service)
     sv["95 % interval"] = [ci_text(c, 1) for c in sv["ex_ci95_us"]]
+    upper = bool(fit.constants.get("service_demand_us", {}).get("upper_bound"))
     return sv[["msg_type", "share", "ex_us", "95 % interval", "b_us", "r_us", "run"]].rename(columns={
-        "msg_type": "message type", "share": "share of messages", "ex_us": "E[X] (µs)",
+        "msg_type": "message type", "share": "share of messages",
+        "ex_us": "E[X] upper bound (µs)" if upper else "E[X] (µs)",
         "b_us": "B (µs)", "r_us": "R (µs)", "run": "from run"})
 
 
@@ -119,9 +123,74 @@ def capacity(rep) -> pd.DataFrame:
         return pd.DataFrame()
     cp = pd.DataFrame(fit.capacity)
     cp["95 % interval"] = [ci_text(c, 0) for c in cp["ci95_cps"]]
-    return cp[["processors", "cores", "threads", "capacity_cps", "95 % interval"]].rename(columns={
+    cp["what"] = "model prediction (eq. 7.1), not a measurement"
+    return cp[["processors", "cores", "threads", "capacity_cps", "95 % interval", "what"]].rename(columns={
         "processors": "processors p", "cores": "cores m", "threads": "threads T_p,m",
-        "capacity_cps": "C_p,m (calls/s)"})
+        "capacity_cps": "C_p,m predicted (calls/s)"})
+
+
+def knees(rep) -> pd.DataFrame:
+    """Per worker count: the measured 1 %-drop knee with its 95 % interval and whether the runs
+    locate it (else what to run next), and the M/M/c/K model's knee with its check."""
+    fit = rep.fit
+    if fit is None or not fit.knees:
+        return pd.DataFrame()
+    rows = []
+    for k in fit.knees:
+        lo, hi = k.get("measured_ci95_cps") or [float("nan")] * 2
+        cen = k.get("measured_censored", "")
+        if cen == "":
+            meas = f"{k['measured_cps']:,.0f}" if k.get("measured_located") else f"between {lo:,.0f} and {hi:,.0f}"
+        elif cen == "above":
+            meas = f"above {lo:,.0f}"
+        elif cen == "below":
+            meas = f"below {hi:,.0f}"
+        else:
+            meas = "–"
+        model = k.get("model_cps", float("nan"))
+        status = ("refuted by the runs" if k.get("model_refuted") else
+                  "prediction (not checked)" if cen else "checked against the measured knee")
+        rows.append({"workers": k["threads"], "knee measured (calls/s)": meas,
+                     "95 % interval": ci_text([lo, hi], 0) if cen in ("", "above", "below") else "–",
+                     "located": "yes" if k.get("measured_located") else "no",
+                     "drop measurements": k.get("measured_probes", 0),
+                     "what to run next": k.get("measured_next") or "–",
+                     "M/M/c/K knee (calls/s)": model if model is not None and math.isfinite(model) else float("nan"),
+                     "model": status})
+    return pd.DataFrame(rows)
+
+
+def knee_rates(rep, threads: int | None = None) -> pd.DataFrame:
+    """The drop fraction at each rate the knee of one worker count rests on: measured (pooled over
+    its replications) and the monotone fit, with the messages and replications behind it."""
+    fit = rep.fit
+    if fit is None or not fit.knees:
+        return pd.DataFrame()
+    k = next((x for x in fit.knees if threads is None or x["threads"] == threads), None)
+    if k is None or not k.get("measured_rates"):
+        return pd.DataFrame()
+    t = pd.DataFrame(k["measured_rates"])
+    return pd.DataFrame({"calls/s": t["rate_cps"], "drops (%)": 100 * t["pdr"],
+                         "monotone fit (%)": 100 * t["pdr_fit"], "messages": t["messages"],
+                         "replications": t["probes"], "steady": np.where(t["steady"], "yes", "no")})
+
+
+def cpu(rep) -> pd.DataFrame:
+    """The utilisation law on the proxy's CPU accounting, per worker count: CPU per call with its
+    interval, the CPU used at no load, and the rate at which the CPUs it can use would be full."""
+    fit = rep.fit
+    if fit is None or not getattr(fit, "cpu", None):
+        return pd.DataFrame()
+    rows = []
+    for x in fit.cpu:
+        rows.append({"workers": x["threads"], "CPUs": x["cpus_how"], "points": x["n"],
+                     "CPU per call (ms)": 1e3 * x["demand_s"],
+                     "95 % interval (ms)": ci_text([1e3 * v for v in x["demand_ci95_s"]], 3),
+                     "CPU at no load (CPU-s per s)": x["idle_share"],
+                     "CPUs full at (calls/s)": x["capacity_cps"],
+                     "95 % interval (calls/s)": ci_text(x["capacity_ci95_cps"], 0),
+                     "from": ", ".join(x["runs"])})
+    return pd.DataFrame(rows)
 
 
 def components(rep, run: str | None = None, component: str | None = None) -> pd.DataFrame:

@@ -9,6 +9,12 @@ that applies wins):
 =====================================  ========================================================
 ``disposition``                        rule (RFC 3261 section)
 =====================================  ========================================================
+``dropped`` (overtaken)                a copy that arrived before another copy of the same
+                                       message (the identity of the retransmission rule below)
+                                       that the proxy relayed: a proxy reads its socket in
+                                       arrival order, so had it read this copy it would have
+                                       forwarded this one; the kernel dropped it (socket
+                                       buffer full) and the sender's retransmission got through
 ``absorbed: 100 Trying``               a 100 response: hop-by-hop, never forwarded by a
                                        stateful proxy (§16.7 step 5)
 ``absorbed: ACK of non-2xx``           an ACK whose INVITE (same Call-ID and CSeq number) got a
@@ -28,11 +34,13 @@ that applies wins):
 ``absorbed: after final``              a provisional response, or a final response other than
                                        a 2xx to INVITE, of a transaction for which the proxy
                                        had already sent a final response when it arrived, or
-                                       relayed another branch's final response as the best
+                                       relayed a final response that arrived before it (read
+                                       first), or another branch's final response as the best
                                        one: "a stateful proxy MUST NOT immediately forward any
                                        other responses" (§16.7 steps 5-6).  A response that
                                        arrived before the proxy's *own* final (e.g. its 408 on
-                                       timer C) was lost in the proxy: a drop
+                                       timer C), or before a final of the same sender that the
+                                       proxy relayed, was lost: a drop
 ``absorbed: response to own request``  a response to a request the proxy originated (it sent
                                        the request and never received it)
 ``answered by proxy``                  a request the proxy answered itself with a final
@@ -145,17 +153,24 @@ def classify(tl: pd.DataFrame, t_in: np.ndarray, t_out: np.ndarray,
             finals_sent[(call[i], cseq[i], cm[i])].append((t_out[i], status[i], dst[i], has_in[i], i))
     for i in np.flatnonzero(has_in & is_req):
         in_req.add((call[i], cseq[i], meth[i]))
-    # earliest arrival of each identical copy (retransmission detection)
+    # earliest arrival of each identical copy (retransmission detection), latest relayed one
     first_in: dict[tuple, float] = {}
+    last_relayed: dict[tuple, float] = {}
+    ident = {}
     for i in np.flatnonzero(has_in):
         k = ((call[i], cseq[i], meth[i], src[i], branch[i]) if is_req[i]
              else (call[i], cseq[i], cm[i], status[i], src[i]))
+        ident[i] = k
         t = t_in[i]
         if k not in first_in or t < first_in[k]:
             first_in[k] = t
+        if has_out[i] and (k not in last_relayed or t > last_relayed[k]):
+            last_relayed[k] = t
     res = np.full(len(tl), DROPPED, dtype=object)
     for i in todo:
         c, q = call[i], cseq[i]
+        if last_relayed.get(ident[i], -np.inf) > t_in[i]:
+            continue  # overtaken by a later copy of itself that the proxy relayed: dropped
         if is_req[i]:
             m = meth[i]
             if m == "ACK" and any(s >= 300 for _, s, *_ in finals_sent.get((c, q, "INVITE"), ())):
@@ -176,7 +191,8 @@ def classify(tl: pd.DataFrame, t_in: np.ndarray, t_out: np.ndarray,
                 res[i] = ABSORBED_CANCEL
             elif not ok2xx_invite and first_in.get((c, q, k, s, src[i]), t_in[i]) < t_in[i]:
                 res[i] = ABSORBED_RETRANS
-            elif not ok2xx_invite and any(hi or t <= t_in[i] for t, _, _, hi, _ in finals_sent.get((c, q, k), ())):
+            elif not ok2xx_invite and any(t <= t_in[i] or (hi and (t_in[f] < t_in[i] or src[f] != src[i]))
+                                          for t, _, _, hi, f in finals_sent.get((c, q, k), ())):
                 res[i] = ABSORBED_AFTER_FINAL
             elif (c, q, k) in own_req and (c, q, k) not in in_req:
                 res[i] = ABSORBED_OWN

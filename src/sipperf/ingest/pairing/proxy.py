@@ -11,6 +11,12 @@ Each copy makes its own timeline row, so
 * retransmissions stay apart: a stateful proxy absorbs a retransmitted request (row with no
   egress) and retransmits on its own timer (egress-only rows, recognised by repeating the
   branch of a copy it already sent); other copies pair FIFO;
+* when several unpaired copies could be the one an egress copy forwards (a retransmission
+  arrived before the egress), or the egress repeats a 2xx to INVITE, the egress is paired
+  with the earliest copy consistent with a FIFO socket (:func:`choose`, :func:`resolver`): a
+  copy overtaken by more messages than any certain pair shows, or held longer than any
+  certain pair, was dropped by the kernel before the proxy read it (docs/formats.md,
+  "Pairing at a proxy");
 * repeated keys (two reliable 180s of RFC 3262 with the same CSeq) pair in order;
 * egress copies with no ingress copy — the proxy's own ``100 Trying``, its retransmissions,
   locally generated replies (408) and ACKs — are rows with ``t_arr`` null;
@@ -27,13 +33,112 @@ from ephemeral ports; those sockets are found with it and treated as the proxy.
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from sipperf.timeline import IngestReport, make_timeline
 from sipperf.ingest.pairing import hop
 from sipperf.ingest.pairing.vantage import endpoint, find_nodes, parse_socket, prep  # noqa: F401  (endpoint: re-exported)
+
+
+# ------------------------------------------------------------------ several candidate copies
+#: "no bound" for the sojourn test (no certain pair in the capture)
+NO_BOUND = np.iinfo(np.int64).max
+
+
+@njit(cache=True, nogil=True)
+def overtaken_max(a: np.ndarray, d: np.ndarray) -> int:
+    """The largest number of pairs that overtook one pair: max over i of #{j : a[j] > a[i] and
+    d[j] < d[i]} (arrival ``a``, departure ``d``, int64 ns; 0 for no pair).  A Fenwick tree over
+    the departures' ranks, pairs taken by decreasing arrival: O(n log n)."""
+    n = a.shape[0]
+    if n == 0:
+        return 0
+    ds = np.sort(d)
+    order = np.argsort(a, kind="mergesort")
+    tree = np.zeros(n + 1, np.int64)
+    best = 0
+    k = n - 1
+    while k >= 0:
+        # a block of equal arrivals: query all of it before inserting it (strict a[j] > a[i])
+        lo = k
+        while lo > 0 and a[order[lo - 1]] == a[order[k]]:
+            lo -= 1
+        for m in range(lo, k + 1):
+            r = np.searchsorted(ds, d[order[m]])  # departures strictly smaller: positions < r
+            c = 0
+            x = r
+            while x > 0:
+                c += tree[x]
+                x -= x & (-x)
+            if c > best:
+                best = c
+        for m in range(lo, k + 1):
+            x = np.searchsorted(ds, d[order[m]]) + 1
+            while x <= n:
+                tree[x] += 1
+                x += x & (-x)
+        k = lo - 1
+    return best
+
+
+@njit(cache=True, nogil=True)
+def overtakers(ref_a: np.ndarray, ref_d: np.ndarray, a: int, e: int, cap: int) -> int:
+    """#{j : ref_a[j] > a and ref_d[j] < e}, counted up to ``cap + 1`` (``ref_a`` sorted)."""
+    i = np.searchsorted(ref_a, a, side="right")
+    end = np.searchsorted(ref_a, e, side="left")  # arrived at or after e: left after e
+    c = 0
+    while i < end:
+        if ref_d[i] < e:
+            c += 1
+            if c > cap:
+                return c
+        i += 1
+    return c
+
+
+@njit(cache=True, nogil=True)
+def choose(cand_t: np.ndarray, e: int, ref_a: np.ndarray, ref_d: np.ndarray, t_max: int, soj_max: int) -> int:
+    """Index (into ``cand_t``, arrival instants in arrival order) of the copy an egress copy at
+    ``e`` forwards: the earliest one held no longer than ``soj_max`` and overtaken by at most
+    ``t_max`` certain pairs; -1 when none is (the proxy sent it of its own accord)."""
+    for k in range(cand_t.shape[0]):
+        if e - cand_t[k] <= soj_max and overtakers(ref_a, ref_d, cand_t[k], e, t_max) <= t_max:
+            return k
+    return -1
+
+
+@dataclass
+class Resolver:
+    """What the capture's certain pairs show (see :func:`resolver`)."""
+
+    ref_a: np.ndarray      #: arrivals of the certain pairs, sorted (int64 ns)
+    ref_d: np.ndarray      #: their departures, in the same order
+    t_max: int             #: most certain pairs that overtook one certain pair
+    soj_max: int           #: longest sojourn of a certain pair (ns; NO_BOUND without any)
+
+    def choose(self, cand_t, e: int) -> int:
+        return int(choose(np.asarray(cand_t, np.int64), int(e), self.ref_a, self.ref_d, self.t_max, self.soj_max))
+
+    def note(self, n_amb: int, n_later: int, n_none: int) -> str:
+        soj = "no bound" if self.soj_max == NO_BOUND else f"{self.soj_max / 1e3:.0f} µs"
+        return (f"{n_amb} egress copies had several candidate ingress copies (retransmissions) or repeated a "
+                f"2xx: {n_later} paired with a later copy than FIFO, {n_none} with none (a copy overtaken by "
+                f"more than {self.t_max} certain pairs, or held longer than the longest certain sojourn, "
+                f"{soj}, was not the one that left)")
+
+
+def resolver(a: np.ndarray, d: np.ndarray) -> Resolver:
+    """The FIFO evidence of the certain pairs (arrival ``a``, departure ``d``, int64 ns): pairs
+    whose egress copy had one candidate ingress copy, in transactions where no egress copy had
+    several."""
+    a = np.asarray(a, np.int64)
+    d = np.asarray(d, np.int64)
+    o = np.argsort(a, kind="stable")
+    return Resolver(a[o], d[o], int(overtaken_max(a, d)), int((d - a).max()) if len(a) else int(NO_BOUND))
 
 
 def _norm_proxy(proxy) -> str:
@@ -77,7 +182,9 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     proxy uses (default: those found with it, :func:`.vantage.find_nodes`).
     ``stateful`` (default, e.g. Kamailio/OpenSIPS with ``tm``): a request copy the proxy sends
     with the same key and top-Via branch as one it already sent is its own timer retransmission
-    (egress only) — it never relays a retransmission it received.
+    (egress only) — it never relays a retransmission it received; so is a final response
+    (other than a 2xx to INVITE) it sends again to the same receiver (its server transaction
+    answering a request retransmission, RFC 3261 §17.2.1-2).
     ``stateful=False`` pairs retransmissions FIFO like any other copy (a stateless proxy
     forwards each one).  Unforwarded copies are classified by the drop rule (:mod:`.hop`,
     extra column ``disposition``); only real drops get ``dropped=True``.  ``capture_end``
@@ -124,35 +231,84 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     keys[hbh] = keys[hbh] + "\x00hop-by-hop\x00" + np.flatnonzero(hbh).astype(str).astype(object)
     src_ep = p["src_ep"].to_numpy(object)
     dst_ep = p["dst_ep"].to_numpy(object)
-    queues: dict[str, deque] = defaultdict(deque)
     partner = np.full(len(p), -1, dtype=np.int64)  # ingress row -> egress row
-    egress_only = []
     is_req = p["method"].notna().to_numpy() & (p["method"].astype("string") != "ACK").fillna(False).to_numpy()
+    st = pd.to_numeric(p["status"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    inv = (p["cseq_method"].astype("string").str.upper() == "INVITE").to_numpy(dtype=bool, na_value=False)
+    is_final = p["method"].isna().to_numpy(bool) & (st >= 200) & ~(inv & (st < 300))
+    is_ok_inv = p["method"].isna().to_numpy(bool) & inv & (st >= 200) & (st < 300)
     branch = p["via_branch"].astype("string").fillna("").to_numpy(object)
-    sent: set = set()
-    for i in order:
-        if ingress[i]:
-            queues[keys[i]].append(i)
-        elif egress[i]:
-            if stateful and is_req[i]:
-                tag = (keys[i], branch[i])
-                if tag in sent:  # the proxy's own retransmission
+    ts = p["ts_ns"].to_numpy(np.int64)
+    group = (p["call_id"].astype("string").fillna("") + "\x00"
+             + p["cseq"].astype("string").fillna("")).to_numpy(object)
+
+    def pair(rows, res: Resolver | None):
+        """FIFO pairing over ``rows`` (capture order); with ``res``, an egress copy with several
+        candidate copies takes ``res.choose``'s.  Returns (egress only, transactions where an
+        egress copy had several candidates, how many such egress copies, how many of them were
+        paired with a later copy than the first)."""
+        queues: dict[str, deque] = defaultdict(deque)
+        egress_only, amb = [], set()
+        sent: set = set()
+        sent_2xx: set = set()
+        n_amb = n_later = n_none = 0
+        for i in rows:
+            if ingress[i]:
+                queues[keys[i]].append(i)
+            elif egress[i]:
+                if stateful and (is_req[i] or is_final[i]):
+                    # the proxy's own retransmission: a request with the branch of one it sent, or a
+                    # final response (not a 2xx to INVITE) it already sent to that receiver
+                    tag = (keys[i], branch[i] if is_req[i] else dst_ep[i])
+                    if tag in sent:
+                        egress_only.append(i)
+                        continue
+                    sent.add(tag)
+                # a 2xx to INVITE sent again to the same receiver: a relayed retransmission of the
+                # callee's, or the proxy's own answer to a retransmitted INVITE -- ambiguous
+                again = False
+                if stateful and is_ok_inv[i]:
+                    again = (keys[i], dst_ep[i]) in sent_2xx
+                    sent_2xx.add((keys[i], dst_ep[i]))
+                q = queues.get(keys[i])
+                hit = -1
+                if q:
+                    d = dst_ep[i]
+                    cands = [j for j, c in enumerate(q) if src_ep[c] != d]
+                    if cands:
+                        k = 0
+                        if len(cands) > 1 or again:
+                            amb.add(group[i])
+                            n_amb += 1
+                            if res is not None:
+                                k = res.choose(ts[[q[j] for j in cands]], ts[i])
+                                n_later += k > 0
+                                n_none += k < 0
+                        if k >= 0:
+                            hit = q[cands[k]]
+                            del q[cands[k]]
+                if hit >= 0:
+                    partner[hit] = i
+                else:
                     egress_only.append(i)
-                    continue
-                sent.add(tag)
-            q = queues.get(keys[i])
-            hit = -1
-            if q:
-                d = dst_ep[i]
-                for j, cand in enumerate(q):
-                    if src_ep[cand] != d:
-                        hit = cand
-                        del q[j]
-                        break
-            if hit >= 0:
-                partner[hit] = i
-            else:
-                egress_only.append(i)
+        return egress_only, amb, n_amb, n_later, n_none
+
+    egress_only, amb, n_amb, _, _ = pair(order, None)
+    if amb:
+        # transactions where an egress copy could forward several copies: paired again, with the
+        # evidence of the certain pairs (every other transaction) -- see choose() and resolver()
+        in_amb = pd.Series(group).isin(amb).to_numpy()
+        sure = ingress & (partner >= 0) & ~in_amb
+        res = resolver(ts[sure], ts[partner[sure]])
+        partner[in_amb] = -1
+        egress_only = [i for i in egress_only if not in_amb[i]]
+        eo2, _, n_amb, n_later, n_none = pair(order[in_amb[order]], res)
+        pos = np.empty(len(order), np.int64)
+        pos[order] = np.arange(len(order))
+        egress_only = sorted(egress_only + eo2, key=lambda i: pos[i])
+        amb_note = res.note(n_amb, n_later, n_none)
+    else:
+        amb_note = None
 
     ins = np.flatnonzero(ingress)
     outs = partner[ins]
@@ -163,7 +319,6 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
         return p[name].to_numpy(object)[idx] if len(idx) else np.array([], dtype=object)
 
     safe_out = np.where(paired, outs, ins)  # placeholder index where unpaired (masked below)
-    ts = p["ts_ns"].to_numpy(np.int64)
     frame = p["frame"].to_numpy(np.int64)
     size = p["size"].to_numpy()
 
@@ -224,6 +379,8 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     rep.messages = len(tl)
     rep.notes.append(f"{int(paired.sum())} paired, {int((~paired).sum())} without egress, "
                      f"{n_eo} egress only (proxy-originated or retransmitted by the proxy)")
+    if amb_note:
+        rep.notes.append(amb_note)
     rep.notes.append("dispositions: " + ", ".join(f"{k} {v}" for k, v in hop.counts(tl["disposition"]).items()))
     rep.check()
     return tl, rep
