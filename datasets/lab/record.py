@@ -13,6 +13,19 @@ scheduler knobs again), ``--restore`` (put back any knob an interrupted run left
 stop).  Exit codes: 0 done, 2 cannot run here, 3 refused (machine busy; run the same command
 again later: done points are kept), 130 interrupted.
 
+The re-recording under the recording protocol (``protocol/``; docs/lab.md "The recording
+protocol"), one command, resumable, on an idle machine::
+
+    .venv/bin/python datasets/lab/record.py --plan protocol --estimate   # the estimate only
+    .venv/bin/python datasets/lab/record.py --plan protocol              # everything into protocol/
+    .venv/bin/python datasets/lab/record.py --plan protocol-pilot --force --out /tmp/pilot
+
+Its series: ``setup workers sched overload netns chain`` (``--series`` takes a subset; each
+needs the protocol's 1-worker knee, searched first if ``knees.csv`` lacks it).  ``overload``
+compares no guard, the INVITE-only and the all-request limit from 0.5 to 3 x the knee with three
+replications (issue 25); ``chain`` records the chain of proxies into ``protocol/chain/``
+(:func:`chain_series`, ``sipperf.lab.chain``).
+
 The short series of the first recording (``index.csv``, ``runs/``; 150-1500 calls per run)::
 
     .venv/bin/python datasets/lab/record.py --plan short [--only SERIES] [--scratch DIR]
@@ -53,7 +66,17 @@ RAW_FILES = ("capture.pcapng", "proxy.log", "trace.log")
 RAW_PLAIN = ("meta.json", "kamailio.cfg", "tracer.bt", "uac_stats.csv", "poisson_offsets.csv")
 
 
+#: the short series' set-up, kept so that --plan short reproduces it: nothing pinned (except the
+#: "pinned" policy), SIPp at nice -10 (before the recording protocol, docs/lab.md)
+_FIRST = dict(placement="shared", load_nice=-10)
+
+
 def plan() -> list[tuple[str, str, LabConfig]]:
+    runs = [(s, r, dataclasses.replace(c, **_FIRST)) for s, r, c in _plan()]
+    return runs
+
+
+def _plan() -> list[tuple[str, str, LabConfig]]:
     runs = []
     for rate in (25, 50, 100, 150, 200, 250, 300, 400, 600, 900, 1500, 2000, 3000):
         calls = int(min(max(rate * 4, 150), 1000 if rate <= 600 else 1500))
@@ -242,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", choices=tuple(P.PLANS), required=True)
-    ap.add_argument("--series", nargs="+", choices=("workers", "sched", "overload"),
-                    default=["workers", "sched", "overload"])
+    ap.add_argument("--series", nargs="+", choices=("setup", "workers", "sched", "overload", "netns", "chain"),
+                    default=None, help="a subset of the series (default: all of the plan's)")
     ap.add_argument("--workers", nargs="+", type=int, default=None, help="subset of the worker counts")
     ap.add_argument("--out", default=None, help="dataset directory (full: datasets/lab/long; "
                                                 "pilot: /tmp/sipperf-lab-pilot)")
@@ -256,10 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--restore", action="store_true")
     a = ap.parse_args(argv)
     params = P.PLANS[a.plan]
+    if a.series is None:
+        a.series = (["setup", "workers", "sched", "overload", "netns", "chain"] if params.protocol
+                    else ["workers", "sched", "overload"])
     if a.workers:
         params = dataclasses.replace(params, workers=tuple(w for w in params.workers if w in a.workers)
                                      or tuple(a.workers))
-    out = Path(a.out) if a.out else (HERE / "long" if a.plan == "full" else Path("/tmp/sipperf-lab-pilot"))
+    default_out = {"full": HERE / "long", "protocol": HERE / "protocol",
+                   "protocol-pilot": Path("/tmp/sipperf-lab-protocol-pilot")}
+    out = Path(a.out) if a.out else default_out.get(a.plan, Path("/tmp/sipperf-lab-pilot"))
     ds = Dataset(out)
     table = json.loads((out / "knobs.json").read_text()) if (out / "knobs.json").exists() else None
     names, skipped = P.available_treatments(table) if table else (
@@ -301,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(a.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
     done = ds.done() - set(a.redo)
-    common = dict(force=a.force, wait_idle_s=a.wait_idle, pilot=a.plan != "full", log=log)
+    common = dict(force=a.force, wait_idle_s=a.wait_idle, pilot=a.plan not in ("full", "protocol"), log=log)
+    if params.protocol:
+        return protocol_run(a, params, ds, out, scratch, names, done, common, log)
 
     def run_points(points) -> None:
         for p in points:
@@ -370,6 +400,169 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     log(f"done in {_hms(time.monotonic() - t0)}; {out} holds {ds.size_bytes() / 1e6:.2f} MB")
     return 0
+
+
+def protocol_run(a, params, ds, out: Path, scratch: Path, names: list[str], done: set[str],
+                 common: dict, log) -> int:
+    """The protocol plan: replicated knees (series ``setup`` and each worker count), the
+    series with their tracer on/off pairs, loopback against namespaces (docs/lab.md)."""
+    from sipperf.lab import plan as P, protocol
+    from sipperf.lab.longrun import MachineBusy, find_knee_replicated, record_point
+
+    if (os.cpu_count() or 1) < 2:
+        log("record.py: the protocol needs two CPUs (proxy and generator on disjoint CPUs)")
+        return 2
+    ds.write_json("protocol.json", {
+        "proxy_cpus": protocol.PROXY_CPUS, "generator_cpus": protocol.GENERATOR_CPUS,
+        "generator_nice": protocol.GENERATOR_NICE, "ci_target": params.ci_target,
+        "knee_replicates": params.knee_replicates, "late_ms": protocol.LATE_MS,
+        "generator_limits": protocol.generator_verdict({})["limits"], "plan": dataclasses.asdict(params),
+        "setups": {n: {"overrides": P.SETUPS[n].overrides, "what": P.SETUPS[n].what,
+                       "probe_s": P.setup_probe_s(params, n)} for n in params.setups}})
+
+    def run_points(points) -> None:
+        for p in points:
+            if p.run_id in done:
+                log(f"== {p.run_id}: done")
+                continue
+            log(f"== {p.run_id}  ({p.series}, {p.cfg.workers} workers, {p.cfg.rate_cps:g} cps, "
+                f"tracer {p.cfg.tracer}{', netns' if p.cfg.netns else ''})")
+            res = record_point(p, out, scratch, **common)
+            ds.add_point(res)
+            s = res["summary"]
+            log(f"   -> {s['stop_reason']}: {s['calls_offered']} calls, pdr {s['pdr']:.4f}, "
+                f"sojourn {s['sojourn_mean_us']:.1f} +- {s['sojourn_ci_hw_us']:.1f} us, "
+                f"proxy CPU {s['proxy_cpu_us_per_call']:.0f} us/call"
+                + (f", GENERATOR-BOUND: {s['generator_bound_why']}" if s["generator_bound"] else ""))
+
+    def knee(c: int, setup: str = "protocol") -> float | None:
+        have = ds.knee_replicates(setup, c)
+        k = ds.knees(setup)
+        if c in k and len(have) >= params.knee_replicates and not a.reprobe:
+            return k[c]
+        k1 = ds.knees("protocol").get(1)
+        start = params.probe_start_cps if c == 1 or k1 is None else max(50.0, 0.5 * k1)
+        log(f"== knee, set-up {setup}, {c} worker(s): {params.knee_replicates} searches "
+            f"({len(have)} done), from {start:g} cps")
+
+        def on_probe(row):
+            ds.add_probe({"setup": setup, **row})
+
+        def on_rep(row):
+            ds.add_knee_replicate({"setup": setup, **row})
+
+        est, _ = find_knee_replicated(
+            P.probe_config(params, c, setup), replicates=params.knee_replicates, start_cps=start,
+            factor=params.probe_factor, refine_steps=params.refine_steps,
+            probe_s=P.setup_probe_s(params, setup), max_rate_cps=params.max_rate_cps, scratch=scratch,
+            force=a.force, wait_idle_s=a.wait_idle, on_probe=on_probe, on_replicate=on_rep,
+            done=have, log=log)
+        ds.set_knee({"setup": setup, "workers": c, **est.as_row(),
+                     "what_setup": P.SETUPS[setup].what})
+        log(f"   knee ({setup}, {c} worker(s)): {est.what}")
+        return est.knee_cps
+
+    def past_knee(c: int, kc: float) -> None:
+        for k in range(1, params.past_knee_max + 1):
+            pts_ = ds.points()
+            mine = pts_[(pts_["series"] == "workers") & (pts_["workers"] == c)] if len(pts_) else pts_
+            if len(mine) and "generator_bound" in mine:   # a generator-bound point says nothing
+                mine = mine[~mine["generator_bound"].fillna(False).astype(bool)]
+            if len(mine) and (mine["pdr"] >= P.KNEE_PDR).any():
+                return
+            p = P.past_knee_point(params, c, kc, k)
+            log(f"   no {c}-worker point reached {P.KNEE_PDR:.0%} drops: one more at {p.cfg.rate_cps:g} cps")
+            run_points([p])
+
+    t0 = time.monotonic()
+    try:
+        k1 = knee(1, "protocol") if {"setup", "workers", "sched", "overload", "netns", "chain"} & set(a.series) else None
+        if not k1:
+            log("record.py: no 1-worker knee under the protocol (censored or not bracketed); "
+                "the series that are fractions of it cannot be placed")
+            return 4
+        if "setup" in a.series:
+            for name in params.setups:
+                if name != "protocol":
+                    knee(1, name)
+        if "workers" in a.series:
+            for c in params.workers:
+                kc = k1 if c == 1 else knee(c)
+                if kc:
+                    run_points(P.worker_points(params, c, kc))
+                    past_knee(c, kc)
+        if "sched" in a.series:
+            run_points(P.sched_points(params, k1, names))
+        if "overload" in a.series:
+            run_points(P.overload_points(params, k1))
+        if "netns" in a.series:
+            run_points(P.netns_points(params, k1))
+        if "chain" in a.series and params.chain_fractions:
+            chain_series(params, k1, out / "chain", scratch, a, log)
+    except MachineBusy as e:
+        log(f"record.py: refused, {e}.  Done points are kept; run the same command again on an "
+            f"idle machine (or add --force to record and flag).")
+        return 3
+    except KeyboardInterrupt:
+        log("record.py: interrupted; processes stopped, knobs restored; done points are kept")
+        return 130
+    log(f"done in {_hms(time.monotonic() - t0)}; {out} holds {ds.size_bytes() / 1e6:.2f} MB")
+    return 0
+
+
+def chain_series(params, k1: float, root: Path, scratch: Path, a, log) -> None:
+    """The chain of proxies (``chain/``, docs/lab.md "A chain of proxies"): a light-load run
+    measures each hop's CPU per call, the bottleneck law predicts the chain's capacity from it
+    (``prediction.json``), then the open sweep around that prediction (and up to three points
+    further out until a hop drops 1 %), a short run whose capture is kept, the closed runs."""
+    from sipperf.lab import chain as C, plan as P
+    from sipperf.lab.store import ChainDataset
+
+    ds = ChainDataset(root)
+    done = ds.done() - set(a.redo)
+    rec = dict(force=a.force, wait_idle_s=a.wait_idle, log=log)
+
+    def run(pt) -> None:
+        if pt.run_id in done:
+            log(f"== {pt.run_id}: done")
+            return
+        c = pt.cfg
+        log(f"== {pt.run_id}  (chain, " + (f"{c.users} users" if c.closed else f"{c.rate_cps:g} cps")
+            + f", {c.calls} calls)")
+        r = C.record_chain_point(pt, ds, scratch, **rec)
+        s = r["run"]
+        log(f"   -> X {s['throughput_cps']:.1f} calls/s, hops found {s['hops_found_ok']}, "
+            f"max drop rate {s['max_pdr']:.4f}" + (f" at {s['max_pdr_hop']}" if s["max_pdr_hop"] else "")
+            + "; CPU per call " + ", ".join(f"{h['name']} {h['cpu_us_per_call']:.0f} us" for h in r["hops"])
+            + (f"; GENERATOR-BOUND: {s['generator_bound_why']}" if s["generator_bound"] else ""))
+
+    light = P.chain_light_point(params, k1)
+    run(light)
+    hops = ds.hops()
+    rows = hops[hops["run_id"] == light.run_id].to_dict("records") if len(hops) else []
+    pred = C.predicted_knee(rows)
+    if not pred.get("knee_cps"):
+        log(f"record.py: the chain's light run gave no CPU per hop ({pred.get('why')}); no sweep")
+        return
+    pk = P.round_rate(pred["knee_cps"])
+    ds.write_json("prediction.json", {**pred, "knee_cps_rounded": pk, "from_run": light.run_id,
+                                      "knee1_cps": k1})
+    log(f"   chain capacity predicted by the bottleneck law: {pk:g} calls/s ({pred['binding']}; "
+        f"bottleneck hop {pred['bottleneck_hop']})")
+    pts = P.chain_points(params, k1, pk)
+    for pt in [p for p in pts if p.label["role"] == "sweep"]:
+        run(pt)
+    for k in range(1, params.past_knee_max + 1):
+        r = ds.points()
+        opn = r[(r["kind"] == "open") & (r["run_id"] != light.run_id)] if len(r) else r
+        if len(opn) and (opn["max_pdr"].fillna(0) >= P.KNEE_PDR).any():
+            break
+        pt = P.chain_past_knee_point(params, k1, pk, k)
+        log(f"   no chain point reached {P.KNEE_PDR:.0%} drops at a hop: one more at {pt.cfg.rate_cps:g} cps")
+        run(pt)
+    for pt in [p for p in pts if p.label["role"] != "sweep"]:
+        run(pt)
+    log(f"   chain: {root} holds {ds.size_bytes() / 1e6:.2f} MB")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ def _run(args: argparse.Namespace) -> int:
             uac_port=args.uac_port, max_seconds=args.max_seconds,
             retransmissions=not args.no_retransmissions, guard=args.guard, guard_cps=args.guard_cps,
             absorb_early=args.guard != "none", tuning=tuning, background_hogs=args.hogs,
+            placement=args.placement, load_nice=args.load_nice, netns=args.netns,
         )
         cfg.validate()
     except ValueError as e:
@@ -97,6 +98,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--sched", choices=("default", "fifo", "pinned"), default="default",
                    help="proxy scheduling: default (CFS/EEVDF), fifo (SCHED_FIFO via chrt), "
                         "pinned (taskset: proxy on one CPU, SIPp/dumpcap/tracer on another)")
+    r.add_argument("--placement", choices=("split", "shared"), default="split",
+                   help="split (the recording protocol, docs/lab.md): proxy on CPU 0, SIPp, dumpcap "
+                        "and bpftrace on CPU 1; shared: nothing pinned")
+    r.add_argument("--load-nice", type=int, default=0,
+                   help="nice of the SIPp UAC and UAS (0: the proxy's priority; the first recordings: -10)")
+    r.add_argument("--netns", action="store_true",
+                   help="UAC, proxy and UAS in three network namespaces joined by veth pairs (root)")
     r.add_argument("--tracer", choices=("map", "print", "hist", "none"), default="map",
                    help="bpftrace output: map (records kept in BPF, written at the end; default), "
                         "print (a line per event), hist (aggregates only), none")
@@ -109,9 +117,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-seconds", type=float, default=300.0, help="hard bound on the load phase")
     r.add_argument("--no-retransmissions", action="store_true",
                    help="SIPp -nr on UAC and UAS, tm retransmission timers beyond fr_timer (seed 000)")
-    r.add_argument("--guard", choices=("none", "ratelimit", "pike"), default="none",
-                   help="answer initial INVITEs over --guard-cps with 503 + Retry-After")
-    r.add_argument("--guard-cps", type=float, default=0.0, help="INVITEs per second the guard admits")
+    r.add_argument("--guard", choices=("none", "ratelimit", "ratelimit-all", "pike"), default="none",
+                   help="overload guard, 503 + Retry-After: ratelimit = initial INVITEs over --guard-cps "
+                        "(in-dialog requests pass); ratelimit-all = every request over 3 x --guard-cps "
+                        "(an ACK over it dropped); pike = per source address")
+    r.add_argument("--guard-cps", type=float, default=0.0, help="initial INVITEs per second the guard admits")
     r.add_argument("--policy", choices=("other", "batch", "idle", "fifo", "rr"), default=None,
                    help="scheduling policy of every Kamailio process (sched_setattr)")
     r.add_argument("--priority", type=int, default=50, help="fifo/rr priority")

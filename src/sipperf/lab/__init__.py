@@ -15,7 +15,10 @@
   ``map`` (records kept in BPF, written at the end), ``print`` or ``hist`` mode;
 * :mod:`.meta` -- versions, CPU, scheduler knobs (EEVDF debugfs and /proc/sys/kernel/sched_*),
   clocks, load, UDP counters;
-* :mod:`.run` -- :func:`~sipperf.lab.run.run_lab`: one bounded run, every process stopped by pid.
+* :mod:`.run` -- :func:`~sipperf.lab.run.run_lab`: one bounded run, every process stopped by pid;
+* :mod:`.chain` -- ``kamailio_chain.cfg``: two proxies in a chain (UAC -> edge -> core -> UAS),
+  each element in a network namespace on one bridge, one capture on the bridge
+  (:func:`~sipperf.lab.chain.run_chain`).
 
 ``sipperf lab run`` is the command; :func:`sipperf.ingest.lab_runs.run.read_run` the join.
 """

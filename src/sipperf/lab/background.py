@@ -16,11 +16,17 @@ import sys
 _HOG = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
 
 
+def _any_cpu() -> None:
+    """In the child: free to run on every CPU (the recorder itself may be pinned)."""
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
+
+
 def start_hogs(n: int, limit_s: float = 120.0, new_session: bool = True) -> list[subprocess.Popen]:
     """Start ``n`` busy loops; stop them with :func:`stop_hogs`."""
     return [subprocess.Popen([sys.executable, "-c", _HOG.format(limit=float(limit_s))],
                              start_new_session=new_session, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=_any_cpu)
             for _ in range(n)]
 
 

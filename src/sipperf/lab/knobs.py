@@ -179,6 +179,9 @@ def _restore_one(rec: dict) -> dict:
             return {"restored": False, "error": e.strerror}
     if kind == "cgroup":
         return remove_cgroup(Path(rec["path"]), Path(rec["parent"]))
+    if kind == "netns":     # a network namespace made by sipperf.lab.netns: delete it
+        from sipperf.lab.netns import delete_namespace
+        return delete_namespace(rec["path"])
     return {"restored": False, "error": f"unknown kind {kind!r}"}
 
 

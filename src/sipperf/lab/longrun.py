@@ -38,7 +38,7 @@ import pandas as pd
 
 from sipperf import stats
 from sipperf.ingest.lab_runs.dataset import (HIST_COMPONENTS, hist_counts, save_run)
-from sipperf.lab import machine, sipp
+from sipperf.lab import machine, protocol, sipp
 from sipperf.lab.run import LabConfig, run_lab
 from sipperf.timeline import MSG_TYPES
 
@@ -179,17 +179,49 @@ def component_rows(run_id: str, pool: Pool) -> tuple[list[dict], list[dict]]:
     return stat_rows, hist_rows
 
 
+def invite_lateness(tl: pd.DataFrame, meta: dict) -> dict:
+    """How late each call's first INVITE reached the wire against the arrival plan
+    (:func:`sipperf.lab.protocol.invite_lateness_ms`); {} when the plan is unknown."""
+    cfg = meta.get("config") or {}
+    try:
+        rate, calls, seed = float(cfg["rate_cps"]), int(cfg["calls"]), int(cfg["seed"])
+    except (KeyError, TypeError, ValueError):
+        return {}
+    if "t_wire_in" not in tl or "call_id" not in tl:
+        return {}
+    inv = tl[(tl["msg_type"] == "INVITE") & (tl["origin"] == "relayed")]
+    if inv.empty:
+        return {}
+    first = inv.groupby("call_id")["t_wire_in"].min().dropna()
+    k = pd.to_numeric(first.index.to_series().str.split("-").str[0], errors="coerce")
+    ok = k.notna().to_numpy() & (k.fillna(0).to_numpy() >= 1) & (k.fillna(0).to_numpy() <= calls)
+    if not ok.any():
+        return {}
+    kk = k.to_numpy()[ok].astype(int) - 1
+    if cfg.get("arrivals") == "poisson":
+        plan = sipp.poisson_offsets_ms(rate, calls, seed)
+    else:
+        plan = np.arange(calls) * 1000.0 / rate
+    return protocol.invite_lateness_ms(first.to_numpy(dtype="float64")[ok], plan[kk])
+
+
+def _cpu(meta: dict, key: str, field: str = "cpu_s"):
+    return (meta.get(key) or {}).get(field)
+
+
 def _round_summary(meta: dict, win: dict | None, tl_rows: int | None) -> dict:
     st = meta.get("sipp_stats", {})
     ls = meta.get("load_samples", {})
     cnt = meta.get("sipp_counts", {})
     uac, uas = cnt.get("uac", {}), cnt.get("uas", {})
+    gen = meta.get("generator") or {}
+    pl = meta.get("placement") or {}
     return {
         "seed": meta["config"]["seed"], "calls": meta["config"]["calls"],
         "start_utc": meta["start_utc"], "load_seconds": meta.get("load_seconds"),
         "uac_timed_out": meta.get("uac_timed_out"),
         "successful_calls": st.get("SuccessfulCall(C)"), "failed_calls": st.get("FailedCall(C)"),
-        "rejected_503": sipp.count_of(uac, "503", "Recv"),
+        "rejected_503": sipp.invite_rejected(uac), "bye_refused_503": sipp.bye_refused(uac),
         "uac_retransmissions": st.get("Retransmissions(C)"),
         "uas_retransmissions": meta.get("sipp_uas_stats", {}).get("Retransmissions(C)"),
         "watchdog_minor": st.get("WatchdogMinor(C)"), "watchdog_major": st.get("WatchdogMajor(C)"),
@@ -208,6 +240,23 @@ def _round_summary(meta: dict, win: dict | None, tl_rows: int | None) -> dict:
         "tracer_lost_events": meta.get("tracer", {}).get("lost_events"),
         "tuning_restored": all(r.get("restored", False) for r in meta.get("tuning", {}).get("restored", []))
         if meta.get("tuning", {}).get("restored") else None,
+        # the protocol: placement, CPU seconds, the generator's health
+        "placement": pl.get("mode"), "placement_ok": (pl.get("check") or {}).get("ok"),
+        "placement_problems": (pl.get("check") or {}).get("problems"),
+        "proxy_cpu_s": _cpu(meta, "proxy_cpu"), "proxy_cpu_window_s": _cpu(meta, "proxy_cpu", "window_s"),
+        "proxy_processes": _cpu(meta, "proxy_cpu", "processes"),
+        "generator_cpu_s": _cpu(meta, "generator_cpu"),
+        "generator_cpu_window_s": _cpu(meta, "generator_cpu", "window_s"),
+        "observer_cpu_s": _cpu(meta, "observer_cpu"),
+        "offered_s": (meta.get("offered_window") or {}).get("seconds"),
+        "proxy_cpu_offered_s": (meta.get("offered_window") or {}).get("proxy_cpu_s"),
+        "generator_cpus_busy": gen.get("generator_cpus_busy"),
+        "generator_socket_drops": gen.get("generator_socket_drops"),
+        "generator_late_trips": max(gen.get("late_trips_uac") or 0, gen.get("late_trips_uas") or 0)
+        if "late_trips_uac" in gen else None,
+        "invite_late_p99_ms": gen.get("invite_late_p99_ms"),
+        "dead_call_msgs": st.get("DeadCallMsgs(C)"),
+        "generator_bound": gen.get("bound"), "generator_bound_why": "; ".join(gen.get("why") or []) or None,
     }
 
 
@@ -286,6 +335,10 @@ def record_point(spec: PointSpec, out_root: Path, scratch: Path, *, force: bool 
                     + (f", raw files in {keep}" if keep.exists() else ""))
             else:
                 tl_rows = len(tl)
+                late = invite_lateness(tl, meta)
+                if late:        # the captured INVITEs against the plan: one more generator test
+                    meta["invite_lateness"] = late
+                    meta["generator"] = protocol.generator_verdict(meta)
                 win = steady_window(tl)
                 pool.add(win["rows"][win["keep"]])
                 if spec.keep_timeline_calls and kept_timeline is None:
@@ -295,6 +348,7 @@ def record_point(spec: PointSpec, out_root: Path, scratch: Path, *, force: bool 
         else:
             for c, v in sipp.read_series(rd).items():
                 overload_series.setdefault(c, []).extend(v)
+            overload_series.setdefault("Goodput(P)", []).extend(sipp.goodput_series(rd))
         rs = _round_summary(meta, win, tl_rows)
         rs["idle_check_busy"] = idle["busy"]
         rs["ingest_error"] = ingest_error
@@ -370,10 +424,12 @@ def summarize_point(spec: PointSpec, pool: Pool, rounds: list[dict], stop_reason
         "tracer": cfg.tracer, "capture": cfg.capture, "retransmissions": cfg.retransmissions,
         "guard": cfg.guard, "guard_cps": cfg.guard_cps, "sched": cfg.sched,
         "tuning": tuning.get("name", "default"), "background_hogs": cfg.background_hogs,
+        # replication index of the point (its rounds are listed in meta.json; a netns pair's index)
+        "replicate": int(spec.label.get("replicate", spec.label.get("pair", 0))),
         **spec.label,
         "rounds": len(rounds), "calls_offered": offered,
         "successful_calls": sum_r("successful_calls"), "failed_calls": sum_r("failed_calls"),
-        "rejected_503": sum_r("rejected_503"),
+        "rejected_503": sum_r("rejected_503"), "bye_refused_503": sum_r("bye_refused_503"),
         "uac_retransmissions": sum_r("uac_retransmissions"),
         "uas_retransmissions": sum_r("uas_retransmissions"),
         "load_seconds": round(load_s, 3),
@@ -399,6 +455,9 @@ def summarize_point(spec: PointSpec, pool: Pool, rounds: list[dict], stop_reason
         "tuning_restored": all(r.get("tuning_restored") in (True, None) for r in rounds),
         "start_utc": rounds[0]["start_utc"] if rounds else None,
     }
+    row.update(protocol_columns(cfg, rounds, offered))
+    row["ci_reached"] = bool(np.isfinite(row["sojourn_ci_rel"]) and row["sojourn_ci_rel"] <= spec.ci_target) \
+        if cfg.capture else None
     if not len(drops):        # counters-only runs: the whole run, from the proxy's socket counters
         row["pdr"], row["pdr_source"] = row["pdr_counters"], "counters (whole run)"
     for comp in ("k_sockq", "t_sip", "k_rcv", "wire"):
@@ -410,19 +469,82 @@ def summarize_point(spec: PointSpec, pool: Pool, rounds: list[dict], stop_reason
     s = s[np.isfinite(s)]
     row["sojourn_p50_us"] = float(np.median(s)) / 1e3 if len(s) else float("nan")
     row["sojourn_p99_us"] = float(np.percentile(s, 99)) / 1e3 if len(s) else float("nan")
-    # goodput: completed calls per second of offered load (503-rejected calls excluded)
+    # goodput: completed calls per second of offered load (calls whose INVITE or BYE was answered
+    # 503 excluded: SIPp's scenario ends both as successful)
     offered_s = offered / cfg.rate_cps
-    row["goodput_cps"] = (row["successful_calls"] - row["rejected_503"]) / offered_s if offered_s else float("nan")
+    row["goodput_cps"] = ((row["successful_calls"] - row["rejected_503"] - row["bye_refused_503"]) / offered_s
+                          if offered_s else float("nan"))
     row["goodput_ci_hw_cps"] = float("nan")
-    if overload_series and "SuccessfulCall(P)" in overload_series:
-        g = np.asarray(overload_series["SuccessfulCall(P)"], dtype=float)
+    # its interval: batch means of the per-second completed calls (SIPp's successful calls less
+    # the 503-answered ones; SuccessfulCall(P) itself where the counts file is missing)
+    key = "Goodput(P)" if (overload_series or {}).get("Goodput(P)") else "SuccessfulCall(P)"
+    if overload_series and key in overload_series:
+        g = np.asarray(overload_series[key], dtype=float)
         g = g[np.isfinite(g)][: int(np.ceil(offered_s))]
         if len(g) >= 20:
             d = stats.mser5(g)
             ci = stats.batch_means_ci(g[d:], batches=10)
             row["goodput_series_mean_cps"] = ci.mean
             row["goodput_ci_hw_cps"] = ci.half_width
+            row["goodput_series"] = key
     return row
+
+
+def _sum_or_nan(rounds: list[dict], key: str) -> float:
+    v = [r.get(key) for r in rounds if r.get(key) is not None]
+    return float(sum(v)) if v and len(v) == len(rounds) else float("nan")
+
+
+def protocol_columns(cfg, rounds: list[dict], offered: int) -> dict:
+    """The protocol's columns of a summary row: placement, priority, namespaces, the proxy's
+    and the generator's CPU seconds over the load windows (summed over rounds), CPU per call,
+    and the generator's verdict (any round generator-bound flags the point)."""
+    cpu = _sum_or_nan(rounds, "proxy_cpu_s")
+    win = _sum_or_nan(rounds, "proxy_cpu_window_s")
+    gcpu = _sum_or_nan(rounds, "generator_cpu_s")
+    gwin = _sum_or_nan(rounds, "generator_cpu_window_s")
+    off_cpu = _sum_or_nan(rounds, "proxy_cpu_offered_s")
+    off_s = _sum_or_nan(rounds, "offered_s")
+    bound = [r for r in rounds if r.get("generator_bound")]
+    pl = {r.get("placement") for r in rounds if r.get("placement")}
+    return {
+        "placement": "/".join(sorted(pl)) if pl else None,
+        "proxy_cpus": str(cfg.proxy_cpu) if "split" in pl else "all",
+        "generator_cpus": str(cfg.load_cpu) if "split" in pl else "all",
+        "load_nice": cfg.load_nice, "netns": bool(getattr(cfg, "netns", False)),
+        "placement_ok": all(r.get("placement_ok") is not False for r in rounds) if rounds else None,
+        "proxy_cpu_s": cpu, "proxy_cpu_window_s": win,
+        "proxy_cpu_util": cpu / win if win and np.isfinite(win) else float("nan"),
+        "proxy_cpu_offered_util": off_cpu / off_s if off_s and np.isfinite(off_s) else float("nan"),
+        "proxy_cpu_us_per_call": 1e6 * cpu / offered if offered and np.isfinite(cpu) else float("nan"),
+        "generator_cpu_s": gcpu, "generator_cpu_window_s": gwin,
+        "generator_cpu_util": gcpu / gwin if gwin and np.isfinite(gwin) else float("nan"),
+        "generator_cpus_busy": _mean([r.get("generator_cpus_busy") for r in rounds]),
+        "observer_cpu_s": _sum_or_nan(rounds, "observer_cpu_s"),
+        "generator_socket_drops": _sum_or_nan(rounds, "generator_socket_drops"),
+        "generator_late_trips": _sum_or_nan(rounds, "generator_late_trips"),
+        "invite_late_p99_ms": max([r["invite_late_p99_ms"] for r in rounds
+                                   if r.get("invite_late_p99_ms") is not None], default=float("nan")),
+        "dead_call_msgs": _sum_or_nan(rounds, "dead_call_msgs"),
+        "generator_bound": bool(bound),
+        "generator_bound_rounds": len(bound),
+        "generator_bound_why": bound[0].get("generator_bound_why") if bound else None,
+    }
+
+
+def point_cpu(rounds: list[dict], key: str, offered: int) -> dict:
+    """The point's ``proxy_cpu`` / ``generator_cpu`` record for its compact meta.json: the
+    rounds' CPU seconds and load windows summed (same keys as a run's meta.json)."""
+    cpu = _sum_or_nan(rounds, f"{key}_s")
+    win = _sum_or_nan(rounds, f"{key}_window_s")
+    n = [r.get("proxy_processes") for r in rounds if r.get("proxy_processes")] if key == "proxy_cpu" else []
+    from sipperf.lab.cpuacct import SOURCE
+    return {"cpu_s": None if not np.isfinite(cpu) else round(cpu, 4),
+            "window_s": None if not np.isfinite(win) else round(win, 4),
+            "processes": (max(n) if n else None) if key == "proxy_cpu" else 2,
+            "source": SOURCE + ("; every Kamailio process" if key == "proxy_cpu" else "; SIPp UAC + UAS")
+            + f"; summed over {len(rounds)} round(s)",
+            "calls": offered}
 
 
 def _mean(v: list) -> float:
@@ -451,6 +573,16 @@ def compact_meta(spec: PointSpec, meta: dict | None, rounds: list[dict], summary
         "retransmissions": meta.get("retransmissions"), "background": meta.get("background"),
         "proxy": {k: meta.get("proxy", {}).get(k) for k in ("workers", "socket", "sched", "processes")},
         "load_generators": meta.get("load_generators"), "net_sysctls": meta.get("net_sysctls"),
+        "placement": {k: (meta.get("placement") or {}).get(k)
+                      for k in ("mode", "proxy_cpus", "generator_cpus", "generator_nice", "processes", "check")},
+        "netns": meta.get("netns"), "sipp_watchdog": meta.get("sipp_watchdog"),
+        "proxy_cpu": point_cpu(rounds, "proxy_cpu", summary.get("calls_offered") or 0),
+        "generator_cpu": point_cpu(rounds, "generator_cpu", summary.get("calls_offered") or 0),
+        "generator": {"bound": summary.get("generator_bound"), "rounds_bound": summary.get("generator_bound_rounds"),
+                      "why": summary.get("generator_bound_why"),
+                      "limits": (meta.get("generator") or {}).get("limits")},
+        "ci": {"target": spec.ci_target, "reached": summary.get("ci_reached"),
+               "half_width_rel": summary.get("sojourn_ci_rel")},
         "arrivals_method": meta.get("arrivals_method"),
         "rounds": rounds,
         "label": spec.label,
@@ -460,13 +592,16 @@ def compact_meta(spec: PointSpec, meta: dict | None, rounds: list[dict], summary
 # ---- the knee search ---------------------------------------------------------------------------
 
 def probe_rate(cfg: LabConfig, rate: float, seconds: float, scratch: Path, *, force: bool,
-               wait_idle_s: float, log=print, run_id: str = "probe") -> dict:
+               wait_idle_s: float, log=print, run_id: str = "probe", replicate: int = 0) -> dict:
     """One short run at ``rate``: the proxy's drop rate from its counters (socket drops over
-    datagrams that reached its socket = read + dropped); nothing is joined or kept."""
+    datagrams that reached its socket = read + dropped); nothing is joined or kept.  The seed
+    depends on the rate and the replicate, so replicates are independent.  The row carries the
+    generator's verdict (a generator-bound probe is never used for a knee) and the proxy's and
+    the generator's CPU seconds."""
     calls = max(200, int(round(rate * seconds)))
     for attempt in range(3):
         c = dataclasses.replace(cfg, rate_cps=float(rate), calls=calls, idle_check_s=0.0,
-                                seed=int(rate) + attempt)
+                                seed=int(rate) + 100003 * int(replicate) + attempt)
         idle = wait_until_idle(force, wait_idle_s, log)
         rd = Path(scratch) / f"{run_id}-{int(rate)}"
         shutil.rmtree(rd, ignore_errors=True)
@@ -480,10 +615,20 @@ def probe_rate(cfg: LabConfig, rate: float, seconds: float, scratch: Path, *, fo
         drops = meta.get("proxy_socket", {}).get("drops") or 0
         read = meta.get("proxy_xlog_in") or 0
         st = meta.get("sipp_stats", {})
-        return {"workers": cfg.workers, "rate_cps": float(rate), "calls": calls,
-                "seconds": meta.get("load_seconds"), "proxy_read": read, "proxy_socket_drops": drops,
+        rs = _round_summary(meta, None, None)
+        return {"workers": cfg.workers, "replicate": int(replicate), "rate_cps": float(rate), "calls": calls,
+                "seed": c.seed, "seconds": meta.get("load_seconds"), "proxy_read": read,
+                "proxy_socket_drops": drops,
                 "pdr": drops / (read + drops) if read + drops else float("nan"),
                 "successful_calls": st.get("SuccessfulCall(C)"), "failed_calls": st.get("FailedCall(C)"),
+                "tracer": cfg.tracer, "capture": cfg.capture, "placement": rs["placement"],
+                "load_nice": cfg.load_nice, "netns": cfg.netns,
+                "proxy_cpu_s": rs["proxy_cpu_s"], "proxy_cpu_window_s": rs["proxy_cpu_window_s"],
+                "proxy_cpu_offered_s": rs["proxy_cpu_offered_s"], "offered_s": rs["offered_s"],
+                "generator_cpu_s": rs["generator_cpu_s"], "generator_cpus_busy": rs["generator_cpus_busy"],
+                "generator_socket_drops": rs["generator_socket_drops"],
+                "generator_late_trips": rs["generator_late_trips"],
+                "generator_bound": bool(rs["generator_bound"]), "generator_bound_why": rs["generator_bound_why"],
                 "cpu_busy": meta.get("cpu_busy_during_load", {}).get("cpu"),
                 "foreign_cpu_mean": ls.get("foreign_mean"),
                 "machine_busy": bool(ls.get("busy")) or bool(idle.get("busy")), "forced": force,
@@ -494,45 +639,98 @@ def probe_rate(cfg: LabConfig, rate: float, seconds: float, scratch: Path, *, fo
 def find_knee(cfg: LabConfig, *, start_cps: float, factor: float, refine_steps: int,
               probe_s: float, max_rate_cps: float, scratch: Path, force: bool,
               wait_idle_s: float, on_probe=lambda row: None, log=print,
-              target: float = 0.01) -> dict:
-    """Coarse then fine: multiply the rate by ``factor`` until the drop rate reaches ``target``
-    (or divide it while it is above at the start), then bisect (geometric mean) ``refine_steps``
-    times between the last rate below and the first at or above; interpolate the knee."""
-    from sipperf.lab.store import knee_from_probes
+              target: float = 0.01, replicate: int = 0, min_step_cps: float = 10.0) -> dict:
+    """One knee search (a replicate): multiply the rate by ``factor`` until the drop rate reaches
+    ``target`` (or divide it while it is above at the start), then bisect (geometric mean)
+    ``refine_steps`` times between the last clean rate below and the first at or above;
+    interpolate the knee (:func:`sipperf.lab.knees.replicate_knee`).  A generator-bound probe
+    stops the climb: above it the set-up measures the generator, and the knee is censored."""
+    from sipperf.lab.knees import replicate_knee
 
     rates: list[float] = []
     pdrs: list[float] = []
+    bound: list[bool] = []
 
-    def probe(r: float) -> float:
+    def probe(r: float) -> tuple[float, bool]:
         row = probe_rate(cfg, r, probe_s, scratch, force=force, wait_idle_s=wait_idle_s, log=log,
-                         run_id=f"probe-c{cfg.workers}")
+                         run_id=f"probe-c{cfg.workers}", replicate=replicate)
         on_probe(row)
         rates.append(r)
         pdrs.append(row["pdr"])
-        log(f"   probe c={cfg.workers} {r:7.0f} cps: pdr {row['pdr']:.4f}")
-        return row["pdr"]
+        bound.append(row["generator_bound"])
+        log(f"   probe c={cfg.workers} rep {replicate} {r:7.0f} cps: pdr {row['pdr']:.4f}"
+            + (f"  GENERATOR-BOUND ({row['generator_bound_why']})" if row["generator_bound"] else ""))
+        return row["pdr"], row["generator_bound"]
 
     r = float(start_cps)
-    p = probe(r)
-    if p >= target:
-        while p >= target and r > 20:
+    p, gb = probe(r)
+    if p >= target and not gb:
+        while p >= target and not gb and r > 20:
             r = max(20.0, r / factor)
-            p = probe(r)
+            p, gb = probe(r)
     else:
-        while p < target and r < max_rate_cps:
+        while p < target and not gb and r < max_rate_cps:
             r = min(max_rate_cps, r * factor)
-            p = probe(r)
+            p, gb = probe(r)
     for _ in range(refine_steps):
-        k = knee_from_probes(rates, pdrs, target)
-        if k["rate_below"] is None or k["rate_above"] is None:
+        k = replicate_knee(rates, pdrs, target=target, generator_bound=bound)
+        lo = k.rate_below
+        hi = k.rate_above
+        if lo is None:
             break
-        mid = float(np.sqrt(k["rate_below"] * k["rate_above"]))
-        if abs(mid - k["rate_below"]) < 10:
+        if hi is None:      # censored by the generator: bisect towards the first bound probe
+            gbr = [x for x, b in zip(rates, bound) if b and x > lo]
+            if not gbr:
+                break
+            hi = min(gbr)
+        mid = float(round(np.sqrt(lo * hi)))
+        if abs(mid - lo) < min_step_cps or mid in rates:
+            break       # too fine, or that rate was probed and left out (generator-bound)
+        probe(mid)
+    k = replicate_knee(rates, pdrs, target=target, generator_bound=bound, replicate=replicate)
+    return {"workers": cfg.workers, "replicate": replicate, "knee_cps": k.knee_cps,
+            "rate_below": k.rate_below, "rate_above": k.rate_above, "probes": len(rates),
+            "excluded_generator_bound": k.excluded, "censored": k.censored,
+            "probe_s": probe_s, "target_pdr": target}
+
+
+def find_knee_replicated(cfg: LabConfig, *, replicates: int, start_cps: float, factor: float,
+                         refine_steps: int, probe_s: float, max_rate_cps: float, scratch: Path,
+                         force: bool, wait_idle_s: float, on_probe=lambda row: None,
+                         on_replicate=lambda row: None, done: dict | None = None, log=print,
+                         target: float = 0.01, level: float = 0.95):
+    """``replicates`` independent knee searches (new seeds each) and their combined estimate
+    (:func:`sipperf.lab.knees.knee_estimate`).  The first search starts at ``start_cps`` and
+    climbs by ``factor``; the others start at 0.8 x the first knee found and climb by
+    ``sqrt(factor)``, so each brackets the knee with its own probes.  A censored search
+    (generator-bound, or not bracketed) is replaced by another, at most ``replicates`` extra
+    searches in all.  ``done``: replicate -> search row already recorded (resuming)."""
+    from sipperf.lab.knees import ReplicateKnee, knee_estimate
+
+    rows = dict(done or {})
+    # up to ``replicates`` more searches replace censored ones (a generator-bound or unbracketed
+    # search says nothing about the proxy's knee); the count of each kind is kept in the rows
+    for i in range(2 * replicates):
+        valid = [r for r in rows.values() if r.get("knee_cps") is not None]
+        if len(valid) >= replicates or (i >= replicates and not valid):
             break
-        probe(round(mid))
-    k = knee_from_probes(rates, pdrs, target)
-    k.update({"workers": cfg.workers, "probes": len(rates), "probe_s": probe_s, "target_pdr": target})
-    return k
+        if i in rows:
+            continue
+        if not valid:
+            start, fac = start_cps, factor
+        else:
+            start, fac = 0.8 * valid[0]["knee_cps"], float(np.sqrt(factor))
+        res = find_knee(cfg, start_cps=start, factor=fac, refine_steps=refine_steps, probe_s=probe_s,
+                        max_rate_cps=max_rate_cps, scratch=scratch, force=force, wait_idle_s=wait_idle_s,
+                        on_probe=on_probe, log=log, target=target, replicate=i)
+        rows[i] = res
+        on_replicate(res)
+        log(f"   replicate {i}: knee {res['knee_cps']} ({res['probes']} probes"
+            + (f"; {res['censored']}" if res["censored"] else "") + ")")
+    reps = [ReplicateKnee(i, r.get("knee_cps"), r.get("rate_below"), r.get("rate_above"),
+                          int(r.get("probes") or 0), int(r.get("excluded_generator_bound") or 0),
+                          r.get("censored")) for i, r in sorted(rows.items())]
+    return knee_estimate(reps, level), rows
 
 
 def _machine_brief(d: dict) -> dict:

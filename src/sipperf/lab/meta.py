@@ -161,9 +161,10 @@ def net_sysctls() -> dict:
     return out
 
 
-def socket_memory(port: int) -> str | None:
-    """``ss -uamn`` for the proxy's socket (skmem: rb = the receive buffer limit in bytes)."""
+def socket_memory(port: int, prefix: list[str] | None = None) -> str | None:
+    """``ss -uamn`` for the proxy's socket (skmem: rb = the receive buffer limit in bytes);
+    ``prefix``: run it in the proxy's network namespace (``ip netns exec NS``)."""
     if not shutil.which("ss"):
         return None
-    r = subprocess.run(["ss", "-uamnH", f"sport = :{port}"], capture_output=True, text=True)
+    r = subprocess.run([*(prefix or []), "ss", "-uamnH", f"sport = :{port}"], capture_output=True, text=True)
     return " ".join(r.stdout.split()) or None

@@ -36,6 +36,11 @@ class LoadConfig:
     uas_port: int = 5080
     retransmissions: bool = True    #: False: SIPp -nr on both ends (seed 000 ran without them)
     recv_timeout_ms: int = 5000     #: with -nr, a call waiting longer than this for a reply fails
+    buffer_bytes: int = 0           #: SIPp -buff_size (socket send/receive buffer); 0: SIPp's default
+    late_counter: bool = True       #: SIPp's watchdog as a lateness counter (sipperf.lab.protocol)
+    #: > 0: a closed population (``-users N`` with ``uac.xml``): N calls at all times, a new call
+    #: as soon as one ends; the rate and the arrivals are then unused
+    users: int = 0
 
 
 def binary() -> str | None:
@@ -66,12 +71,36 @@ def uas_argv(cfg: LoadConfig) -> list[str]:
     return [exe, "-sf", str(UAS_XML), "-i", cfg.uas_addr, "-p", str(cfg.uas_port),
             "-nostdin", "-trace_err", "-error_file", "uas_errors.log", "-max_recv_loops", "100000",
             "-trace_stat", "-stf", "uas_stats.csv", "-fd", "1", "-trace_counts",
-            *_WATCHDOG, *_retrans_args(cfg)]
+            *_watchdog(cfg), *_buffer(cfg), *_retrans_args(cfg)]
 
 
 #: SIPp ends a test after 120 "minor" watchdog trips (its main loop late by > 500 ms), which a
 #: long run on a shared machine can reach; the trips are still counted (stats WatchdogMinor).
 _WATCHDOG = ["-watchdog_minor_maxtriggers", "1000000", "-watchdog_major_maxtriggers", "1000000"]
+
+
+def _watchdog(cfg: LoadConfig) -> list[str]:
+    """SIPp's watchdog: with ``late_counter`` it fires every 10 ms and counts each time SIPp's
+    main loop ran more than 20 ms late (:func:`sipperf.lab.protocol.watchdog_args`); otherwise
+    SIPp's defaults (400 ms; a trip when > 500 ms late), never ending the test."""
+    from sipperf.lab import protocol
+
+    return protocol.watchdog_args() if cfg.late_counter else _WATCHDOG
+
+
+def watchdog_record(cfg: LoadConfig) -> dict:
+    """What SIPp's ``WatchdogMinor``/``WatchdogMajor`` counters mean in this run (meta.json)."""
+    from sipperf.lab import protocol
+
+    if cfg.late_counter:
+        return {"interval_ms": protocol.WATCHDOG_INTERVAL_MS, "late_ms": protocol.LATE_MS,
+                "major_late_ms": protocol.LATE_MAJOR_MS,
+                "what": "a trip each time SIPp's main loop ran the 10-ms watchdog more than late_ms late"}
+    return {"interval_ms": 400, "late_ms": None, "what": "SIPp defaults: a minor trip > 500 ms between runs"}
+
+
+def _buffer(cfg: LoadConfig) -> list[str]:
+    return ["-buff_size", str(int(cfg.buffer_bytes))] if cfg.buffer_bytes else []
 
 
 def _retrans_args(cfg: LoadConfig) -> list[str]:
@@ -89,7 +118,9 @@ def uac_argv(cfg: LoadConfig, proxy_addr: str, proxy_port: int, run_dir: Path,
               "-trace_stat", "-stf", "uac_stats.csv", "-fd", "1",
               "-trace_screen", "-screen_file", "uac_screen.log",
               "-max_recv_loops", "100000", "-max_sched_loops", "100000", "-trace_counts",
-              *_WATCHDOG, *_retrans_args(cfg)]
+              *_watchdog(cfg), *_buffer(cfg), *_retrans_args(cfg)]
+    if cfg.users > 0:
+        return [*common, "-sf", str(UAC_XML), "-users", str(int(cfg.users))]
     if cfg.arrivals == "deterministic":
         return [*common, "-sf", str(UAC_XML), "-r", f"{cfg.rate_cps:g}",
                 "-l", str(max(cfg.calls, 1))]
@@ -173,3 +204,75 @@ def count_of(counts: dict[str, int], message: str, what: str) -> int:
     """Sum of ``<i>_<message>_<what>`` over the scenario (e.g. ``count_of(c, "503", "Recv")``)."""
     return sum(v for k, v in counts.items()
                if k.split("_", 1)[-1] == f"{message}_{what}")
+
+
+def _index_of(key: str) -> int | None:
+    head = key.split("_", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _bye_index(counts: dict[str, int]) -> int | None:
+    idx = [_index_of(k) for k in counts if k.endswith("_BYE_Sent")]
+    idx = [i for i in idx if i is not None]
+    return min(idx) if idx else None
+
+
+def invite_rejected(counts: dict[str, int]) -> int:
+    """Calls whose INVITE was answered 503 (the UAC scenario's ``503`` received before its BYE)."""
+    b = _bye_index(counts)
+    return sum(v for k, v in counts.items() if k.endswith("_503_Recv")
+               and (b is None or (_index_of(k) or 0) < b))
+
+
+def bye_refused(counts: dict[str, int]) -> int:
+    """Calls whose BYE was answered 503 (an all-request limit): set up, never torn down."""
+    b = _bye_index(counts)
+    if b is None:
+        return 0
+    return sum(v for k, v in counts.items() if k.endswith("_503_Recv") and (_index_of(k) or -1) > b)
+
+
+def _counts_rows(run_dir: Path, side: str = "uac") -> list[dict[str, int]]:
+    """Every row (cumulative, one per ``-fd`` period) of SIPp's ``-trace_counts`` file."""
+    stem = "uac" if side == "uac" else "uas"
+    files = sorted(p for p in Path(run_dir).glob("*_counts.csv")
+                   if p.name.startswith(stem) and not p.name.startswith(stem + "_stats"))
+    if not files:
+        return []
+    rows = list(csv.reader(files[-1].read_text(errors="replace").splitlines(), delimiter=";"))
+    out = []
+    for r in rows[1:]:
+        d = {}
+        for k, v in zip(rows[0], r):
+            if k and k not in ("CurrentTime", "ElapsedTime"):
+                try:
+                    d[k] = int(v)
+                except ValueError:
+                    pass
+        out.append(d)
+    return out
+
+
+def goodput_series(run_dir: Path) -> list[float]:
+    """Calls completed per ``-fd`` period (1 s): SIPp's successful calls of the period minus the
+    calls whose INVITE or BYE was answered 503 in it (SIPp's scenario ends both as successful).
+    The statistics and counts files are written by the same periodic dump, row for row; [] when
+    they do not line up."""
+    succ = read_series(run_dir, columns=("SuccessfulCall(C)",)).get("SuccessfulCall(C)", [])
+    rows = _counts_rows(run_dir, "uac")
+    if not succ or len(rows) != len(succ):
+        return []
+    rej = [invite_rejected(r) + bye_refused(r) for r in rows]
+    done = [s - r for s, r in zip(succ, rej)]
+    return [float(b - a) for a, b in zip([0.0] + done[:-1], done)]
+
+
+def duration_s(value) -> float:
+    """SIPp's ``HH:MM:SS:uuuuuu`` statistics field (a response time, a call length) in seconds;
+    NaN when it is not one."""
+    parts = str(value).split(":")
+    try:
+        h, m, s, us = (int(x) for x in parts)
+    except ValueError:
+        return float("nan")
+    return 3600.0 * h + 60.0 * m + s + us / 1e6

@@ -2,7 +2,8 @@
 
 * :func:`tuning_from_options` -- the scheduling options of ``lab run`` as a
   :class:`~sipperf.lab.knobs.Tuning` dict (None: leave the scheduler alone);
-* :func:`run_summary` -- a finished run directory in a few numbers (calls, drops, machine load);
+* :func:`run_summary` -- a finished run directory in a few numbers (calls, drops, machine load,
+  placement, the proxy's and the generator's CPU seconds, whether the generator was the bottleneck);
 * :func:`join_run` -- a run directory joined into ``timeline.parquet`` + ``ingest_report.json``;
 * :func:`knobs_lines` / :func:`restore_lines` -- the knob probe and a restore, as text lines.
 """
@@ -32,8 +33,9 @@ def tuning_from_options(*, policy=None, priority: int = 50, nice=None, slice_us=
 
 def run_summary(run_dir) -> dict:
     """The run directory, SIPp's successful / failed calls, the kernel's receive-buffer errors,
-    the proxy socket's drops, the other processes' CPU share, whether the machine was busy, and
-    what the run skipped (from its ``meta.json``)."""
+    the proxy socket's drops, the other processes' CPU share, whether the machine was busy, the
+    placement, CPU seconds of proxy and generator over the load window, the generator's verdict
+    and what the run skipped (from its ``meta.json``)."""
     meta = json.loads((Path(run_dir) / "meta.json").read_text())
     st = meta.get("sipp_stats", {})
     return {
@@ -44,6 +46,13 @@ def run_summary(run_dir) -> dict:
         "proxy_socket_drops": meta.get("proxy_socket", {}).get("drops"),
         "other_processes_cpu": meta.get("load_samples", {}).get("foreign_mean"),
         "machine_busy": meta.get("load_samples", {}).get("busy"),
+        "placement": (meta.get("placement") or {}).get("mode"),
+        "placement_ok": ((meta.get("placement") or {}).get("check") or {}).get("ok"),
+        "proxy_cpu_s": (meta.get("proxy_cpu") or {}).get("cpu_s"),
+        "generator_cpu_s": (meta.get("generator_cpu") or {}).get("cpu_s"),
+        "load_window_s": (meta.get("proxy_cpu") or {}).get("window_s"),
+        "generator_bound": (meta.get("generator") or {}).get("bound"),
+        "generator_bound_why": (meta.get("generator") or {}).get("why"),
         "skipped": meta["skipped"],
     }
 
