@@ -1,7 +1,7 @@
 """Every public model function refuses nonsense (issue 12 item 4).
 
 For each public function of sipperf.models (thesis-model modules mg1, mmck, overhead, mgck,
-mgck_sim, scheduler, capacity) a valid call is written down by hand; hypothesis then poisons one
+mgck_sim, scheduler, capacity; and tails, priority, networks) a valid call is written down by hand; hypothesis then poisons one
 numeric argument at a time with NaN, +inf or -inf (as a scalar or inside an array) and the call
 must raise ValueError naming that argument — never return NaN, inf or a plausible wrong number.
 The β floor of the ch. 5 drop model is checked against the thesis's own β = 1 for one thread.
@@ -64,11 +64,53 @@ SPECS = {
                         "reg_interval_s", "messages_per_call"]),
     "max_rate": (M.max_rate, dict(model_fn=lambda x: x / 1000.0, target_pdr=0.01, lo=0.0, hi=100.0),
                  ["target_pdr", "lo", "hi"]),
+    # delay distributions (tails.py) and priority queues (priority.py)
+    "GammaMix": (M.GammaMix, dict(weights=[0.5, 0.5], means_s=[1e-4, 3e-4], scvs=[0.5, 1.0]),
+                 ["weights", "means_s", "scvs"]),
+    "GammaMix.from_samples": (M.GammaMix.from_samples, dict(x_s=[1e-4, 2e-4, 5e-4], groups=2), ["x_s"]),
+    "mm1_sojourn_sf": (M.mm1_sojourn_sf, dict(t_s=[1e-4, 1e-3], lam=5000.0, mu=1e4), ["t_s", "lam", "mu"]),
+    "mm1_sojourn_quantile": (M.mm1_sojourn_quantile, dict(q=[0.5, 0.99], lam=5000.0, mu=1e4), ["q", "lam", "mu"]),
+    "mmc_wait_sf": (M.mmc_wait_sf, dict(t_s=[0.0, 1e-3], lam=1.5e4, mu=1e4, c=2), ["t_s", "lam", "mu", "c"]),
+    "mmc_wait_quantile": (M.mmc_wait_quantile, dict(q=[0.5, 0.99], lam=1.5e4, mu=1e4, c=2), ["q", "lam", "mu", "c"]),
+    "mmc_sojourn_sf": (M.mmc_sojourn_sf, dict(t_s=[0.0, 1e-3], lam=1.5e4, mu=1e4, c=2), ["t_s", "lam", "mu", "c"]),
+    "mmc_sojourn_quantile": (M.mmc_sojourn_quantile, dict(q=[0.5, 0.99], lam=1.5e4, mu=1e4, c=2),
+                             ["q", "lam", "mu", "c"]),
+    "atom_exp_sf": (M.atom_exp_sf, dict(t_s=[0.0, 1e-3], p_wait=0.5, mean_wait_s=1e-4),
+                    ["t_s", "p_wait", "mean_wait_s"]),
+    "atom_exp_quantile": (M.atom_exp_quantile, dict(q=[0.5, 0.99], p_wait=0.5, mean_wait_s=1e-4),
+                          ["q", "p_wait", "mean_wait_s"]),
+    "mg1_wait_lst": (M.mg1_wait_lst, dict(s=[0.0, 1e3], lam=5000.0, mix=M.GammaMix.exponential(1e-4)), ["s", "lam"]),
+    "mg1_wait_sf": (M.mg1_wait_sf, dict(t_s=[1e-4, 1e-3], lam=5000.0, mix=M.GammaMix.exponential(1e-4)),
+                    ["t_s", "lam"]),
+    "mg1_sojourn_sf": (M.mg1_sojourn_sf, dict(t_s=[1e-4, 1e-3], lam=5000.0, mix=M.GammaMix.exponential(1e-4)),
+                       ["t_s", "lam"]),
+    "mg1_quantile": (M.mg1_quantile, dict(q=[0.5, 0.99], lam=5000.0, mix=M.GammaMix.exponential(1e-4)), ["q", "lam"]),
+    "cramer_lundberg": (M.cramer_lundberg, dict(lam=[2000.0, 5000.0], mix=M.GammaMix.exponential(1e-4)), ["lam"]),
+    "kingman_wait_sf": (M.kingman_wait_sf, dict(t_s=[0.0, 1e-3], lam_pps=5000.0, ex_s=1e-4, ca2=2.0, cs2=0.5),
+                        ["t_s", "lam_pps", "ex_s", "ca2", "cs2"]),
+    "kingman_wait_quantile": (M.kingman_wait_quantile, dict(q=[0.5, 0.99], lam_pps=5000.0, ex_s=1e-4, ca2=2.0,
+                                                            cs2=0.5), ["q", "lam_pps", "ex_s", "ca2", "cs2"]),
+    "priority_mg1": (M.priority_mg1, dict(lam_pps=[2000.0, 3000.0], ex_s=[1e-4, 1e-4], ex2_s2=[2e-8, 2e-8]),
+                     ["lam_pps", "ex_s", "ex2_s2"]),
+    "conservation_rhs": (M.conservation_rhs, dict(lam_pps=[2000.0, 3000.0], ex_s=[1e-4, 1e-4], ex2_s2=[2e-8, 2e-8]),
+                         ["lam_pps", "ex_s", "ex2_s2"]),
+    # networks of queues (networks.py)
+    "traffic_rates": (M.traffic_rates, dict(lam_ext_pps=[10.0, 0.0], routing=[[0.0, 0.5], [0.1, 0.0]]),
+                      ["lam_ext_pps", "routing"]),
+    "jackson": (M.jackson, dict(lam_ext_pps=[10.0, 0.0], mu=[40.0, 30.0], routing=[[0.0, 0.5], [0.1, 0.0]], c=[1, 2]),
+                ["lam_ext_pps", "mu", "routing", "c"]),
+    "jackson_pmf": (M.jackson_pmf, dict(n=[[0, 1], [2, 0]], lam_pps=[10.0, 5.0], mu=[40.0, 30.0], c=[1, 2]),
+                    ["n", "lam_pps", "mu", "c"]),
+    "mva": (M.mva, dict(demands_s=[0.01, 0.02], population=5, think_s=0.1, servers=[1, 2]),
+            ["demands_s", "population", "think_s", "servers"]),
+    "network_bounds": (M.network_bounds, dict(demands_s=[0.01, 0.02], think_s=0.1, population=[1, 10]),
+                       ["demands_s", "think_s", "population"]),
 }
 #: not model functions: they take a recipe object (eevdf_mapping) or are classes/constants
 NOT_NUMERIC = {"eevdf_mapping"}
 MY_MODULES = {"sipperf.models.mg1", "sipperf.models.mmck", "sipperf.models.overhead", "sipperf.models.mgck",
-              "sipperf.models.mgck_sim", "sipperf.models.scheduler", "sipperf.models.capacity"}
+              "sipperf.models.mgck_sim", "sipperf.models.scheduler", "sipperf.models.capacity",
+              "sipperf.models.tails", "sipperf.models.priority", "sipperf.models.networks"}
 BAD = [math.nan, math.inf, -math.inf]
 
 

@@ -89,3 +89,76 @@ def test_tabled_t_quantiles_match_scipy():
     for (df, p), v in stats._T_QUANTILES.items():
         assert v == pytest.approx(st.t.ppf(p, df), rel=1e-14)
     assert stats.t_quantile(0.975, 7) == pytest.approx(st.t.ppf(0.975, 7), rel=1e-14)  # not tabled
+
+
+# ---- run-length planning and comparisons (chapter "How to run a load test")
+
+def _ar1_fast(n, phi, rng, reps=1):
+    """AR(1) with unit innovations, stationary start, ``reps`` independent series (rows), by
+    scipy's linear filter (an independent implementation of the recurrence above)."""
+    from scipy.signal import lfilter
+
+    e = rng.standard_normal((reps, n))
+    e[:, 0] /= np.sqrt(1 - phi ** 2)
+    x0 = e[:, :1].copy()
+    out = lfilter([1.0], [1.0, -phi], e[:, 1:], axis=1, zi=phi * x0)[0]
+    return np.concatenate([x0, out], axis=1)
+
+
+def test_variance_inflation_of_ar1_is_its_closed_form():
+    # Φ = 1 + 2 Σ r^j = (1 + r)/(1 - r) for an AR(1) series
+    rng = np.random.default_rng(11)
+    for phi in (0.0, 0.5, 0.8):
+        x = _ar1_fast(300_000, phi, rng)[0]
+        assert stats.variance_inflation(x) == pytest.approx((1 + phi) / (1 - phi), rel=0.35)
+    # and the recurrence helper agrees with the filter on one series
+    rng1, rng2 = np.random.default_rng(2), np.random.default_rng(2)
+    assert _ar1(50, 0.7, rng1) == pytest.approx(_ar1_fast(50, 0.7, rng2)[0], rel=1e-12)
+
+
+def test_run_length_formula_by_hand():
+    # n = Φ (t σ / ε)², t on b - 1 degrees of freedom, rounded up
+    n = stats.run_length(sd=40.0, half_width=2.0, inflation=9.0, level=0.95, batches=30)
+    assert n == int(np.ceil(9.0 * (st.t.ppf(0.975, 29) * 40.0 / 2.0) ** 2))
+    assert stats.run_length(sd=1.0, half_width=100.0) == 30        # at least one per batch
+    with pytest.raises(ValueError):
+        stats.run_length(sd=1.0, half_width=0.0)
+    with pytest.raises(ValueError):
+        stats.run_length(sd=np.nan, half_width=1.0)
+
+
+def test_planned_run_reaches_the_target_half_width_and_coverage():
+    # plan n for an AR(1) series from its known σ and Φ, then run 300 such series: the batch-means
+    # half-width is near the target on average and the interval covers the mean about 95 % of the time
+    phi, target = 0.6, 0.05
+    sd = np.sqrt(1 / (1 - phi ** 2))
+    n = stats.run_length(sd, target, inflation=(1 + phi) / (1 - phi))
+    xs = _ar1_fast(n, phi, np.random.default_rng(12), reps=300)
+    cis = [stats.batch_means_ci(x) for x in xs]
+    hw = np.array([c.half_width for c in cis])
+    cover = np.mean([c.low <= 0.0 <= c.high for c in cis])
+    assert np.median(hw) == pytest.approx(target, rel=0.15)
+    assert 0.91 <= cover <= 0.985
+
+
+def test_paired_and_welch_intervals_match_scipy():
+    rng = np.random.default_rng(13)
+    a = rng.normal(10, 3, 12)
+    b = a - 1.0 + rng.normal(0, 0.5, 12)            # positively correlated pairs
+    p = stats.paired_ci(a, b)
+    ref = st.ttest_rel(a, b).confidence_interval(0.95)
+    assert (p.low, p.high) == pytest.approx((ref.low, ref.high), rel=1e-12)
+    w = stats.welch_ci(a, b[:9])
+    ref_w = st.ttest_ind(a, b[:9], equal_var=False).confidence_interval(0.95)
+    assert (w.low, w.high) == pytest.approx((ref_w.low, ref_w.high), rel=1e-12)
+    # with correlated pairs the paired interval is the narrower one
+    assert p.half_width < stats.welch_ci(a, b).half_width
+    assert p.excludes_zero
+    with pytest.raises(ValueError):
+        stats.paired_ci(a, b[:5])
+    with pytest.raises(ValueError):
+        stats.welch_ci([1.0], b)
+
+
+def test_fractional_degrees_of_freedom_are_not_rounded():
+    assert stats.t_quantile(0.975, 29.4) == pytest.approx(st.t.ppf(0.975, 29.4), rel=1e-14)

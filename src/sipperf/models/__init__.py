@@ -12,6 +12,11 @@
   needed, max-rate search
 * :mod:`.tcp` — TCP connection memory and sustainable rates of seed ``tcp`` (ch. 10)
 * :mod:`.process_models` — CPU cost and latencies of the process-model prototypes, seed ``process_models`` (ch. 10)
+* :mod:`.tails` — delay distributions: M/M/1 and M/M/c sojourn tails, the M/G/1 wait by inverting the
+  Pollaczek–Khinchine transform, Cramér–Lundberg and Kingman's heavy-traffic exponential (percentiles)
+* :mod:`.priority` — priority M/G/1: Cobham's formula, preemptive resume, the conservation law
+* :mod:`.networks` — networks of queues: asymptotic (operational) bounds, open Jackson networks and
+  their product form, exact mean value analysis of closed networks
 """
 from sipperf.models.birth_death import BirthDeathResult, birth_death, slow_server_rates, work_conserving_rates
 from sipperf.models.kingman import implied_ca2, kingman_bound, kingman_wait, lindley_waits
@@ -32,6 +37,15 @@ from sipperf.models.overhead import BETA_COEFFS, beta, service_time_c, thesis_dr
 from sipperf.models.scheduler import (
     CfsRecipe, KnobMapping, baseline_recipe, eevdf_mapping, enhanced_recipe, min_granularity_ns,
 )
+from sipperf.models.tails import (
+    CramerLundberg, GammaMix, atom_exp_quantile, atom_exp_sf, cramer_lundberg, kingman_wait_quantile,
+    kingman_wait_sf, mg1_quantile, mg1_sojourn_sf, mg1_wait_lst, mg1_wait_sf, mm1_sojourn_quantile,
+    mm1_sojourn_sf, mmc_sojourn_quantile, mmc_sojourn_sf, mmc_wait_quantile, mmc_wait_sf,
+)
+from sipperf.models.priority import PriorityResult, conservation_rhs, priority_mg1
+from sipperf.models.networks import (
+    JacksonResult, MVAResult, NetworkBounds, jackson, jackson_pmf, mva, network_bounds, traffic_rates,
+)
 
 __all__ = [
     "ALPHA_BREAKPOINTS", "MESSAGE_TYPES", "TABLE_4_3", "MG1Result", "ServiceMix", "ThesisMG1Result", "alpha",
@@ -44,4 +58,10 @@ __all__ = [
     "BirthDeathResult", "birth_death", "slow_server_rates", "work_conserving_rates",
     "implied_ca2", "kingman_bound", "kingman_wait", "lindley_waits",
     "busy_at", "busy_fraction", "interarrival_scv", "merge_intervals", "service_demand", "time_average_count",
+    "GammaMix", "CramerLundberg", "mm1_sojourn_sf", "mm1_sojourn_quantile", "mmc_wait_sf", "mmc_wait_quantile",
+    "mmc_sojourn_sf", "mmc_sojourn_quantile", "atom_exp_sf", "atom_exp_quantile", "mg1_wait_lst", "mg1_wait_sf",
+    "mg1_sojourn_sf", "mg1_quantile", "cramer_lundberg", "kingman_wait_sf", "kingman_wait_quantile",
+    "PriorityResult", "priority_mg1", "conservation_rhs",
+    "JacksonResult", "MVAResult", "NetworkBounds", "traffic_rates", "jackson", "jackson_pmf", "mva",
+    "network_bounds",
 ]

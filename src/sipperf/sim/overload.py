@@ -22,9 +22,22 @@ the rest get a 503 — what Kamailio's ``ratelimit`` does with a pipe, and ``pik
 address) and ``"loss"`` (RFC 7339 loss-based feedback: the server computes from its measured
 utilisation the share of new calls the client must not send, and the client throttles them
 before they reach the server).  Times are seconds.
+
+Priorities (chapter "Priorities, and overload control that uses them"), added without changing
+any of the scenarios above: ``priority=True`` serves in-dialog requests (ACK, BYE) and responses
+before new INVITEs -- the socket becomes a two-class priority queue (FIFO within a class; an
+INVITE is "new" when it has no To tag, which its retransmissions lack too), bounded by the same
+``K`` packets in all; ``pushout=True`` makes room in a full buffer for any other message by
+discarding the newest waiting INVITE (rejecting new INVITEs first; the model assumes the proxy
+classifies a datagram for free as it reads it); control ``"ratelimit-all"`` is a token bucket
+over *every* request (INVITE, ACK, BYE; three per call, so ``3 limit_cps`` per second) that
+answers an INVITE or BYE over the rate with 503 and discards an ACK -- the all-message limit the
+INVITE-only ``"ratelimit"`` is compared with.  ``python -m sipperf.sim.overload --priority``
+writes ``sim_priority.csv`` (:data:`PRIORITY_SCENARIOS`, replicated).
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import asdict, dataclass
 
@@ -32,7 +45,7 @@ import numpy as np
 import pandas as pd
 import simpy
 
-CONTROLS = ("none", "503", "ratelimit", "loss")
+CONTROLS = ("none", "503", "ratelimit", "loss", "ratelimit-all")
 
 #: the scenarios of chapter 11: name -> OverloadParams overrides
 SCENARIOS: dict[str, dict] = {
@@ -42,6 +55,16 @@ SCENARIOS: dict[str, dict] = {
     "ratelimit": {"control": "ratelimit"},
     "503 + Retry-After": {"control": "503"},
     "loss-based (RFC 7339)": {"control": "loss"},
+}
+
+#: the scenarios of the priorities chapter (retransmissions on, default buffer): name -> overrides
+PRIORITY_SCENARIOS: dict[str, dict] = {
+    "no guard": {},
+    "INVITE-only limit": {"control": "ratelimit"},
+    "all-request limit": {"control": "ratelimit-all"},
+    "priority": {"priority": True},
+    "priority + INVITE push-out": {"priority": True, "pushout": True},
+    "priority + INVITE-only limit": {"priority": True, "control": "ratelimit"},
 }
 
 
@@ -70,6 +93,8 @@ class OverloadParams:
     target_load: float = 0.9        #: loss: offered work per second the server steers to
     feedback_s: float = 0.5         #: loss: how often the server recomputes its percentage
     seed: int = 0
+    priority: bool = False          #: serve in-dialog requests and responses before new INVITEs
+    pushout: bool = False           #: a full buffer discards its newest new INVITE to admit anything else
 
     def capacity_cps(self) -> float:
         """Calls per second one worker can serve with no loss and no retransmission (6 messages)."""
@@ -91,6 +116,7 @@ class Call:
         self.uas_last = None            # UAS: last response sent ("180" or "200")
         self.outcome = "timeout"        # "set up", "rejected" (503), "throttled" (never sent), "timeout"
         self.setup_s = self.bye_s = math.nan
+        self.bye_refused = False        # UAC: the BYE was answered 503 (an all-request limit)
 
 
 class Overload:
@@ -100,6 +126,9 @@ class Overload:
         self.env, self.p = env, p
         self.rng = np.random.default_rng(p.seed)
         self.socket = simpy.Store(env)             # the worker's FIFO; its bound is checked below
+        if p.priority:                             # two classes: 0 in-dialog and responses, 1 new INVITEs
+            self.socket = simpy.PriorityStore(env)
+        self.seq = 0                               # arrival number: FIFO within a priority class
         self.calls: list[Call] = []
         self.log = []                 # (time, event, kind, retransmitted/absorbed, call) at the proxy
         self.busy = 0.0                             # worker busy time (s)
@@ -120,11 +149,28 @@ class Overload:
     def arrive(self, call: Call, kind: str, retrans: bool):
         """The kernel appends the datagram to the socket buffer, or drops it if the buffer is full."""
         self.arrived += 1
-        if len(self.socket.items) >= self.p.buffer_pkts:
+        if len(self.socket.items) >= self.p.buffer_pkts and not (self.p.pushout and self.push_out(kind)):
             self.log.append((self.env.now, "drop", kind, retrans, call.cid))      # RcvbufErrors
             return
         self.log.append((self.env.now, "arrive", kind, retrans, call.cid))
-        self.socket.put((call, kind))
+        if self.p.priority:
+            self.seq += 1
+            self.socket.put(simpy.PriorityItem((int(kind == "INVITE"), self.seq), (call, kind)))
+        else:
+            self.socket.put((call, kind))
+
+    def push_out(self, kind: str) -> bool:
+        """Make room for ``kind`` in the full buffer by discarding the newest waiting new INVITE
+        (its sender will retransmit it); False if ``kind`` is itself an INVITE or none waits."""
+        waiting = [it for it in self.socket.items if it.item[1] == "INVITE"]
+        if kind == "INVITE" or not waiting:
+            return False
+        newest = max(waiting, key=lambda it: it.priority)
+        self.socket.items.remove(newest)
+        heapq.heapify(self.socket.items)
+        call = newest.item[0]
+        self.log.append((self.env.now, "drop", "INVITE", call.proxy_inv, call.cid))
+        return True
 
     def later(self, delay_s: float, fn, *args):
         """Call ``fn(*args)`` after ``delay_s``: a message on a lossless link.  (A timeout with a
@@ -189,6 +235,9 @@ class Overload:
         if kind == "200-BYE" and not call.bye_done.triggered:
             call.bye_s = self.env.now - call.bye_start
             call.bye_done.succeed()
+        if kind == "503-BYE" and not call.bye_done.triggered:    # BYE refused: the call never completes
+            call.bye_refused = True
+            call.bye_done.succeed()
 
     def uas_receives(self, call: Call, kind: str):
         env, p = self.env, self.p
@@ -213,7 +262,8 @@ class Overload:
         """One worker thread: take the next message, spend its service time, act on it."""
         p, env = self.p, self.env
         while True:
-            call, kind = yield self.socket.get()
+            got = yield self.socket.get()
+            call, kind = got.item if p.priority else got     # a PriorityItem when priority is on
             cost, action = self.decide(call, kind)
             x = self.rng.exponential(p.service_ms / 1000) * cost
             yield env.timeout(x)
@@ -239,10 +289,14 @@ class Overload:
                 call.proxy_provisional.succeed()
             return 1.0, lambda: to_uac(kind)
         if kind == "ACK":
+            if self.over_request_limit():            # an all-request limit discards an ACK over the rate
+                return p.reject, lambda: None
             return 1.0, lambda: to_uas("ACK")
         if kind == "BYE":
             if call.proxy_bye:
                 return p.absorb, (lambda: to_uac("200-BYE")) if call.proxy_bye_final.triggered else (lambda: None)
+            if self.over_request_limit():            # ... and answers a BYE over the rate with 503
+                return p.reject, lambda: to_uac("503-BYE")
             call.proxy_bye = True
             return 1.0, lambda: self.env.process(self.retransmit(
                 lambda r: to_uas("BYE"), call.proxy_bye_final, p.t2_s))
@@ -266,6 +320,22 @@ class Overload:
             if self.tokens < 1:
                 return True
             self.tokens -= 1
+        if p.control == "ratelimit-all":
+            return self.over_request_limit()
+        return False
+
+    def over_request_limit(self) -> bool:
+        """Control ``"ratelimit-all"``: True if this request (any method) finds the token bucket of
+        ``3 limit_cps`` requests per second empty (depth 0.1 s of the rate); False for other controls."""
+        p, now = self.p, self.env.now
+        if p.control != "ratelimit-all":
+            return False
+        rate = 3 * (p.limit_cps if p.limit_cps is not None else 0.9 * p.capacity_cps())
+        self.tokens = min(self.tokens + (now - self.token_t) * rate, max(1.0, 0.1 * rate))
+        self.token_t = now
+        if self.tokens < 1:
+            return True
+        self.tokens -= 1
         return False
 
     def feedback(self):
@@ -300,6 +370,7 @@ def summarise(m: Overload) -> dict:
     calls = [c for c in m.calls if t0 <= c.start < t1]
     outcome = pd.Series([c.outcome for c in calls])
     setup = np.array([c.setup_s for c in calls if c.outcome == "set up"])
+    bye = np.array([c.bye_s for c in calls if c.outcome == "set up" and c.bye_s <= 64 * p.t1_s])
     log = pd.DataFrame(m.log, columns=["t", "event", "kind", "flag", "call"])
     w = log[(log["t"] >= t0) & (log["t"] < t1)]
     arrive = w[w["event"] == "arrive"]
@@ -320,7 +391,13 @@ def summarise(m: Overload) -> dict:
             / p.measure_s,
             "drop_share": len(drop) / offered_msgs if offered_msgs else math.nan,
             "served_per_s": len(served) / p.measure_s,
-            "amplification": offered_msgs / (6 * len(calls)) if len(calls) else math.nan}
+            "amplification": offered_msgs / (6 * len(calls)) if len(calls) else math.nan,
+            # the priorities chapter: what happens to calls after their setup
+            "failed_after_setup_share": 1 - completed / len(setup) if len(setup) else math.nan,
+            "bye_refused_share": (sum(c.bye_refused for c in calls if c.outcome == "set up") / len(setup)
+                                  if len(setup) else math.nan),
+            "bye_median_s": float(np.median(bye)) if len(bye) else math.nan,
+            "bye_p95_s": float(np.percentile(bye, 95)) if len(bye) else math.nan}
 
 
 def timeseries(m: Overload, bin_s: float = 1.0) -> pd.DataFrame:
@@ -354,6 +431,43 @@ def sweep(factors=LOAD_FACTORS, scenarios: dict[str, dict] | None = None, seed: 
     return pd.DataFrame(rows), pd.concat(series, ignore_index=True)
 
 
+#: offered load as multiples of the capacity in the priorities chapter (0.5 to 3 times the knee)
+PRIORITY_FACTORS: tuple[float, ...] = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 2.5, 3.0)
+
+
+def replicate(reps: int, factors=PRIORITY_FACTORS, scenarios: dict[str, dict] | None = None,
+              seed: int = 1, **over) -> pd.DataFrame:
+    """:func:`sweep` ``reps`` times with independent seeds (replication r uses ``seed + 1000 r``
+    plus the index of the load): one row per scenario, load and replication (column ``rep``)."""
+    return pd.concat([sweep(factors, scenarios or PRIORITY_SCENARIOS, seed + 1000 * r, **over)[0].assign(rep=r)
+                      for r in range(reps)], ignore_index=True)
+
+
+def _priority_main(a, out, write_with_provenance) -> int:
+    import os
+    import time
+
+    t, load0 = time.perf_counter(), os.getloadavg()
+    df = replicate(a.reps, seed=a.seed)
+    load1 = os.getloadavg()
+    cmd = f"python -m sipperf.sim.overload --priority --reps {a.reps} --seed {a.seed}"
+    what = ("Priorities and INVITE-first rejection in the SIP overload model (src/sipperf/sim/overload.py, "
+            "SimPy), for the chapter on priorities.  Scenarios (overrides of OverloadParams, retransmissions "
+            "on): " + "; ".join(f"{k}: {v or 'defaults'}" for k, v in PRIORITY_SCENARIOS.items())
+            + f".  Defaults: {asdict(OverloadParams())}.  Offered load = load_factor x capacity, load_factor in "
+            f"{list(PRIORITY_FACTORS)}; {a.reps} independent replications per point (column rep; seed = --seed + "
+            "1000 rep + index of the load).  goodput_cps = calls started in the measurement window that were "
+            "set up within Timer B and torn down within Timer F, per second; failed_after_setup_share = set-up "
+            "calls that did not complete; bye_*_s = BYE to its 200 OK at the caller, completed calls.  "
+            f"{time.perf_counter() - t:.0f} s wall on one CPU; /proc/loadavg 1/5/15-min "
+            f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at the start, {load1[0]:.2f} {load1[1]:.2f} "
+            f"{load1[2]:.2f} at the end.")
+    write_with_provenance(df, out, what, cmd,
+                          source="the SimPy overload model (src/sipperf/sim/overload.py), priority scenarios")
+    print(df.groupby(["scenario", "load_factor"])["goodput_cps"].agg(["mean", "std"]).round(2).to_string())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
@@ -364,8 +478,15 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m sipperf.sim.overload", description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", type=Path, default=OUT_DIR / "sim_overload.csv")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default datasets/precomputed/sim_overload.csv (sim_priority.csv with --priority)")
+    ap.add_argument("--priority", action="store_true",
+                    help="the priorities chapter's scenarios, replicated, into sim_priority.csv")
+    ap.add_argument("--reps", type=int, default=5, help="replications per point with --priority")
     a = ap.parse_args(argv)
+    if a.priority:
+        return _priority_main(a, a.out or OUT_DIR / "sim_priority.csv", write_with_provenance)
+    a.out = a.out or OUT_DIR / "sim_overload.csv"
     t, load0 = time.perf_counter(), os.getloadavg()[0]
     summary, ts = sweep(seed=a.seed)
     cmd = f"python -m sipperf.sim.overload --seed {a.seed}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import platform
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -86,7 +87,8 @@ def run_sweep(points: list[dict[str, Any]], scheduler: str | None = None, worker
         futs = client.map(run_point, points, pure=False)
         index = {f.key: i for i, f in enumerate(futs)}
         rows: list[dict[str, Any] | None] = [None] * len(points)
-        bar = tqdm(total=len(futs), desc="sim sweep", disable=not progress)
+        # a bar only on a terminal: never in a pipe, a log or a notebook's captured output
+        bar = tqdm(total=len(futs), desc="sim sweep", disable=not (progress and sys.stderr.isatty()))
         for f in as_completed(futs):
             rows[index[f.key]] = f.result()
             bar.update(1)
