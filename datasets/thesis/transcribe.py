@@ -65,12 +65,16 @@ CAPTIONS = {
 NOTES = {
     ("5.1", "lam_pps", "3000cps"): "measured arrival rate (6 x 3000 = 18000 offered); asterisk unexplained",
     ("5.1", "lam_pps", "4000cps"): "measured arrival rate (6 x 4000 = 24000 offered); asterisk unexplained",
-    ("5.3", "drop_prob_model", "2200cps"): "ten times the measured 0.01595; it is what M/M/c/K gives for the printed E[X] (rho > 1), not a typo",
+    ("5.3", "drop_prob_model", "2000cps"): "M/M/c/K with the printed lambda 12000 and E[X] 337.0 (c = 4, K = 200) gives 0.0123; 0.0110 needs E[X] = 336.46",
+    ("5.3", "drop_prob_model", "2200cps"): "7.2 times the measured 0.01595; it is what M/M/c/K gives for the printed E[X] (rho > 1), not a typo",
     ("6.1", "pdr", "8 Threads, 1600cps"): "drops/messages = 1895/313721 = 0.00604, printed 0.0052",
     ("6.3", "pdr_pct_lower", "4 Threads, 2200cps"): "(0.0157-0.0115)/0.0157 = 26.75 %, printed 26.4 %",
     ("6.4", "lam_pps", "4 Threads, 2200cps"): "ten times its neighbours: 6 x 2200 = 13200",
     ("6.4", "t_sip_us", "4 Threads, 2200cps"): "same configuration in Table 6.1 reads 146.25",
     ("6.4", "k_rcv_us", "4 Threads, 2200cps"): "same configuration in Tables 6.1/6.3 reads 2184.27",
+    **{("6.4", q, "16 Threads, 1600cps"): "equals Table 6.1's 16-thread 1400 cps column (all six measured cells); "
+                                          "only lambda follows the label"
+       for q in ("t_sip_us", "k_rcv_us", "call_setup_drops", "call_setup_messages", "total_messages", "pdr")},
     ("6.5", "lam_pps", "16 Threads, 1400cps"): "6 x 1400 = 8400; 9600 is 6 x 1600 (column label or rate shifted by 200 cps)",
     ("6.5", "lam_pps", "16 Threads, 1600cps"): "6 x 1600 = 9600; 10800 is 6 x 1800, and Table 6.6 quotes this column as 1800 cps",
     ("6.5", "call_setup_drops", "16 Threads, 1400cps"): "equals Table 6.2's 16-thread 1600 cps column; drops/messages = 0.0233, printed PDR 0.0081",

@@ -16,6 +16,17 @@ MSER-5 (White 1997; White, Cobb & Spratt 2000): average the series in batches of
 ``Z_1..Z_k``; for each truncation ``d`` (in batches) compute
 ``MSER(d) = sum_{j>d} (Z_j - mean(Z_{d+1..k}))^2 / (k-d)^2`` and take the ``d`` that
 minimises it over ``d <= k/2``; the warm-up is ``5·d`` observations.
+
+Planning a run (chapter "How to run a load test"; not in seed 000, whose ch. 4 runs 1M calls
+per point and reports batch-means intervals without saying how long a run must be).  For a
+stationary series with variance σ² and lag-j autocorrelations r_j,
+``n Var[x̄] → σ² Φ`` with the **variance inflation** ``Φ = 1 + 2 Σ_{j≥1} r_j`` (the integrated
+correlation time in observations; ``n / Φ`` is the effective number of independent ones).
+:func:`variance_inflation` estimates Φ from batch means, ``Φ̂ = m s_Y² / s²`` (m the batch size);
+:func:`run_length` inverts the half-width ``ε = t σ sqrt(Φ / n)`` into ``n = Φ (t σ / ε)²``.
+Comparing two configurations: :func:`paired_ci` (the t interval of the mean of paired
+differences, for common random numbers or blocked runs) and :func:`welch_ci` (independent
+samples, unequal variances, Welch–Satterthwaite degrees of freedom).
 """
 from __future__ import annotations
 
@@ -32,8 +43,9 @@ _T_QUANTILES: dict[tuple[int, float], float] = {(29, 0.975): 2.045229642132703}
 
 
 def t_quantile(p: float, df: int) -> float:
-    """Student-t quantile ``t_{p, df}`` (scipy.stats.t.ppf, imported only when not tabled)."""
-    v = _T_QUANTILES.get((int(df), float(p)))
+    """Student-t quantile ``t_{p, df}`` (scipy.stats.t.ppf, imported only when not tabled; ``df``
+    may be fractional, as Welch's is)."""
+    v = _T_QUANTILES.get((int(df), float(p))) if float(df).is_integer() else None
     if v is not None:
         return v
     from scipy import stats as _st
@@ -128,3 +140,87 @@ def ecdf_on_grid(x, grid) -> np.ndarray:
     if not len(a):
         return np.full(len(grid), np.nan)
     return np.searchsorted(a, np.asarray(grid, dtype="float64"), side="right") / len(a)
+
+
+def variance_inflation(x, batches: int = DEFAULT_BATCHES) -> float:
+    """Φ̂ = m·s_Y²/s²: how many times larger n·Var[x̄] is than for independent observations,
+    estimated from ``batches`` batch means of size m (module doc).  1 for an i.i.d. series; for an
+    AR(1) series with lag-1 correlation r, (1 + r)/(1 - r).  Needs batches long against the
+    correlation (m ≫ Φ) to be unbiased; too-short batches underestimate it."""
+    a = _clean(x)
+    y = batch_means(a, batches)
+    s2 = float(a[len(a) - len(y) * (len(a) // batches):].var(ddof=1))
+    if not s2 > 0:
+        raise ValueError("the series is constant: no variance to inflate")
+    return float((len(a) // batches) * y.var(ddof=1) / s2)
+
+
+def run_length(sd: float, half_width: float, inflation: float = 1.0, level: float = 0.95,
+               batches: int = DEFAULT_BATCHES) -> int:
+    """Observations needed for a batch-means ``level`` interval of half-width ``half_width``:
+    ``n = Φ (t σ / ε)²`` with t on ``batches - 1`` degrees of freedom, σ = ``sd`` the series'
+    standard deviation and Φ = ``inflation`` (:func:`variance_inflation`); at least one
+    observation per batch.  ``sd`` and ``half_width`` in the same unit."""
+    vals = {"sd": sd, "half_width": half_width, "inflation": inflation, "level": level}
+    for k, v in vals.items():
+        if not np.isfinite(v):
+            raise ValueError(f"{k} must be finite, got {v!r}")
+    if not (sd >= 0 and half_width > 0 and inflation > 0 and 0 < level < 1):
+        raise ValueError(f"need sd >= 0, half_width > 0, inflation > 0 and 0 < level < 1, got {vals}")
+    if int(batches) < 2:
+        raise ValueError(f"need at least 2 batches, got {batches!r}")
+    t = t_quantile(0.5 + level / 2, int(batches) - 1)
+    return max(int(np.ceil(inflation * (t * sd / half_width) ** 2)), int(batches))
+
+
+@dataclass(frozen=True)
+class DiffCI:
+    """A difference of means ``a - b`` with its ``level`` interval and degrees of freedom."""
+
+    diff: float
+    low: float
+    high: float
+    df: float
+    level: float = 0.95
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+    @property
+    def excludes_zero(self) -> bool:
+        return bool(self.low > 0 or self.high < 0)
+
+
+def paired_ci(a, b, level: float = 0.95) -> DiffCI:
+    """Mean of the paired differences ``a_i - b_i`` with the t interval on n - 1 degrees of
+    freedom: the comparison for common random numbers or blocks (pair i shares its seed or its
+    block).  ``a`` and ``b`` of equal length ≥ 2, finite."""
+    x, y = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"paired_ci needs two samples of the same length >= 2, got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("paired_ci: the samples must be finite (no NaN or inf)")
+    d = x - y
+    n = d.size
+    half = t_quantile(0.5 + level / 2, n - 1) * d.std(ddof=1) / np.sqrt(n)
+    m = float(d.mean())
+    return DiffCI(m, m - float(half), m + float(half), float(n - 1), level)
+
+
+def welch_ci(a, b, level: float = 0.95) -> DiffCI:
+    """Difference of the means of two independent samples with Welch's t interval (unequal
+    variances, Welch–Satterthwaite degrees of freedom).  Each sample ≥ 2 finite values."""
+    x, y = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
+    if x.size < 2 or y.size < 2:
+        raise ValueError(f"welch_ci needs at least 2 values per sample, got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("welch_ci: the samples must be finite (no NaN or inf)")
+    va, vb = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    se2 = va + vb
+    m = float(x.mean() - y.mean())
+    if se2 == 0:
+        return DiffCI(m, m, m, float("inf"), level)
+    df = se2 ** 2 / (va ** 2 / (x.size - 1) + vb ** 2 / (y.size - 1))
+    half = t_quantile(0.5 + level / 2, df) * np.sqrt(se2)
+    return DiffCI(m, m - float(half), m + float(half), float(df), level)

@@ -167,6 +167,16 @@ class ChapterTable:
         return self.to_html()
 
 
+def _infinity_as_symbol(f: str | Callable) -> Callable:
+    """A cell formatter that prints ±infinity as ∞ / −∞ (an unstable queue's wait, an unbounded
+    buffer), never as the "inf" a format string gives; everything else as ``f`` does."""
+    def cell(v):
+        if isinstance(v, (float, np.floating)) and np.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        return f(v) if callable(f) else f.format(v)
+    return cell
+
+
 def table(
     df,
     *,
@@ -204,9 +214,9 @@ def table(
     fmt = {}
     for c in d.columns:
         if str(c) in formats:
-            fmt[c] = formats[str(c)]
+            fmt[c] = _infinity_as_symbol(formats[str(c)])
         elif pd.api.types.is_float_dtype(d[c]):
-            fmt[c] = float_format
+            fmt[c] = _infinity_as_symbol(float_format)
     st = d.style.format(fmt, na_rep=na_rep)
     text_cols = [c for c in d.columns if not pd.api.types.is_numeric_dtype(d[c])]
     num_cols = [c for c in d.columns if c not in text_cols]

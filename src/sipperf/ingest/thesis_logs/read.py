@@ -80,6 +80,7 @@ Resolution is 1 µs (``gettimeofday``).
 from __future__ import annotations
 
 import os
+import sys
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -578,8 +579,8 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
     counts: Counter = Counter()
     notes: Counter = Counter()
     size = path.stat().st_size
-    if progress is None:
-        progress = size > (256 << 20)
+    if progress is None:    # a bar only on a terminal: never in a pipe, a log or captured output
+        progress = size > (256 << 20) and sys.stderr.isatty()
     bar = None
     if progress:
         from tqdm.auto import tqdm
