@@ -668,3 +668,36 @@ def test_a_guarded_run_refuses_what_its_limit_says(guard, tmp_path):
     assert st["core:rcv_requests_invite"] == cfg.calls
     assert (bye > 0) == (guard == "ratelimit-all")
     assert m["guard"]["what"].startswith("INVITE-only" if guard == "ratelimit" else "all-request")
+
+
+# ---- the recorded protocol knee (datasets/lab/protocol) ----------------------------------------
+
+PROTO = ROOT / "datasets" / "lab" / "protocol"
+
+
+@pytest.mark.skipif(not (PROTO / "probes.csv").exists(), reason="the protocol recording is not in datasets/")
+def test_recorded_protocol_knees_follow_from_their_probes():
+    """knees.csv and knee_replicates.csv are what the replicate rule makes of probes.csv, on an idle
+    machine; a censored search has a generator-bound probe above its highest clean one."""
+    probes = pd.read_csv(PROTO / "probes.csv")
+    reps = pd.read_csv(PROTO / "knee_replicates.csv")
+    assert not probes["machine_busy"].any()
+    for (setup, w, rep), g in probes.groupby(["setup", "workers", "replicate"]):
+        got = K.replicate_knee(g["rate_cps"], g["pdr"], generator_bound=g["generator_bound"], replicate=rep)
+        row = reps[(reps["setup"] == setup) & (reps["workers"] == w) & (reps["replicate"] == rep)]
+        assert len(row) == 1
+        row = row.iloc[0]
+        if got.knee_cps is None:
+            assert pd.isna(row["knee_cps"]) and row["rate_below"] == pytest.approx(got.rate_below)
+            assert (g.loc[g["generator_bound"], "rate_cps"] > got.rate_below).any()
+        else:
+            assert row["knee_cps"] == pytest.approx(got.knee_cps)
+    est = K.estimates_from_replicates(reps)
+    knees = pd.read_csv(PROTO / "knees.csv")
+    for r in knees.itertuples():
+        e = est[(r.setup, r.workers)]
+        assert e.status == r.status
+        if e.knee_cps is None:
+            assert pd.isna(r.knee_cps)
+        else:
+            assert e.knee_cps == pytest.approx(r.knee_cps)

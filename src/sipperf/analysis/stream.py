@@ -103,6 +103,7 @@ class _HopAcc:
     n_eo: int = 0
     n_rows: int = 0
     longest: int = -1  # ns; -1 = no relayed message yet
+    concurrent: bool = False  # a relayed message overtook another (settled at the end)
     disp: np.ndarray = field(default_factory=lambda: np.zeros(len(K.DISPOSITION_NAMES), I64))
     types: np.ndarray = field(default_factory=lambda: np.zeros(len(MSG_TYPES), I64))
     soj: list = field(default_factory=list)  # [(t_arr, frame, seq, sojourn, type)] arrays per batch
@@ -365,14 +366,15 @@ class Engine:
                 sock[code] = True
         out = {"sock": sock, "role": np.empty(n, np.int8), "partner": np.empty(n, I64), "eo": np.empty(n, bool),
                "disp": np.empty(n, np.int8), "gamb": np.zeros(len(gstart) - 1, bool),
-               "amb_stats": np.zeros(3, I64)}
+               "amb_stats": np.zeros(3, I64), "race_soj": np.full(n, -1, I64)}
         empty = np.zeros(0, I64)
         K.hop_pass(gstart, b["ts"], b["src"], b["dst"], b["method"], dv["what"], b["cm"], dv["cm_up"],
                    dv["meth_up"], b["status"], b["branch"], dv["ack_raw"], sock, self.c_invite, self.c_ack,
                    self.c_cancel, self.stateful, res is not None,
                    res.ref_a if res is not None else empty, res.ref_d if res is not None else empty,
                    res.t_max if res is not None else 0, res.soj_max if res is not None else 0,
-                   out["role"], out["partner"], out["eo"], out["disp"], out["gamb"], out["amb_stats"])
+                   out["role"], out["partner"], out["eo"], out["disp"], out["gamb"], out["amb_stats"],
+                   out["race_soj"])
         return out
 
     @staticmethod
@@ -457,13 +459,15 @@ class Engine:
             # counts (provisional rows are counted when settled)
             self._count(is_req, meth_up[rows], b["status"][rows], cm_up[rows], d, h, acc)
             prov = d == K.D_PROVISIONAL
+            racy = np.where(prov, ps["race_soj"][rows], -1)
             if prov.any():
                 acc.prov.append({"t_in": t_arr[prov], "is_req": is_req[prov], "meth_up": meth_up[rows][prov],
-                                 "status": b["status"][rows][prov], "cm_up": cm_up[rows][prov]})
+                                 "status": b["status"][rows][prov], "cm_up": cm_up[rows][prov],
+                                 "racy": racy[prov]})
             if h == 0 and self.keep_rows:
                 self.kept.append({"t_arr": t_arr, "t_dep": t_dep, "frame": frame_key, "call": b["call"][rows],
                                   "cseq": b["cseq"][rows], "method": meth[rows], "cm": b["cm"][rows],
-                                  "status": b["status"][rows], "mt": mt, "disp": d})
+                                  "status": b["status"][rows], "mt": mt, "disp": d, "racy": racy})
             if h == 0:
                 g_rows = np.repeat(np.arange(len(gstart) - 1, dtype=I64), np.diff(gstart))[rows]
                 tl_call.append({
@@ -471,7 +475,7 @@ class Engine:
                     "eo": np.concatenate([np.zeros(len(ing), bool), np.ones(len(eos), bool)]),
                     "seq": b["seq"][rows], "is_req": is_req, "meth_up": meth_up[rows], "cm_up": cm_up[rows],
                     "status": b["status"][rows], "t_arr": t_arr, "t_dep": t_dep, "disp": d,
-                    "call": b["call"][rows], "cseq": b["cseq"][rows]})
+                    "call": b["call"][rows], "cseq": b["cseq"][rows], "racy": racy})
         used = self._used_mask
         self.used += int(used.sum())
         self._calls(tl_call[0], n_groups=len(gstart) - 1)
@@ -497,7 +501,8 @@ class Engine:
         self._calls({"grp": g_rows, "first": b["ts"], "frame": b["frame"], "eo": np.zeros(n, bool),
                      "seq": b["seq"], "is_req": is_req, "meth_up": meth_up, "cm_up": cm_up,
                      "status": b["status"], "t_arr": b["ts"], "t_dep": np.full(n, NA, I64),
-                     "disp": d, "call": b["call"], "cseq": b["cseq"]}, n_groups=len(gstart) - 1)
+                     "disp": d, "call": b["call"], "cseq": b["cseq"], "racy": np.full(n, -1, I64)},
+                    n_groups=len(gstart) - 1)
 
     def _count(self, is_req, meth_up, status, cm_up, d, hop_i, acc, retrans=None) -> None:
         """Add to the message counts (kind, method, status, CSeq method, disposition, re)."""
@@ -619,10 +624,12 @@ class Engine:
             return
         if self.stash:
             self._resolve_stash()
-        # settle "in flight at capture end" against "dropped" (hop.classify's horizon)
+        # settle "in flight at capture end" against "dropped" (hop.classify's horizon), and a
+        # provisional that may have lost the race to its final where the proxy is concurrent
         t0 = self.t_min
         for h, acc in enumerate(self.hops):
             longest = acc.longest if acc.longest >= 0 else None
+            acc.concurrent = _concurrent(acc)
             for p in acc.prov:
                 if longest is None:
                     fl = np.zeros(len(p["t_in"]), bool)
@@ -630,6 +637,8 @@ class Engine:
                     t_in = (p["t_in"] - t0).astype(np.float64)
                     fl = t_in > float(self.capture_end - t0) - float(longest)
                 dd = np.where(fl, K.D_IN_FLIGHT, K.D_DROPPED).astype(np.int8)
+                if acc.concurrent and longest is not None:
+                    dd[(p["racy"] >= 0) & (p["racy"] <= longest)] = K.D_AFTER_FINAL
                 acc.disp[K.D_PROVISIONAL] -= len(dd)
                 np.add.at(acc.disp, dd.astype(I64), 1)
                 self._count(p["is_req"], p["meth_up"], p["status"], p["cm_up"], dd, h, None)
@@ -645,6 +654,8 @@ class Engine:
                 fl = (t["t_arr"][prov] - t0).astype(np.float64) > float(self.capture_end - t0) - float(longest)
             t["disp"] = t["disp"].copy()
             t["disp"][prov] = np.where(fl, K.D_IN_FLIGHT, K.D_DROPPED)
+            if acc.concurrent and longest is not None:
+                t["disp"][prov & (t["racy"] >= 0) & (t["racy"] <= longest)] = K.D_AFTER_FINAL
             # group ids of different batches may repeat: make them unique per (call, cseq)
             key = pd.MultiIndex.from_arrays([t["call"], t["cseq"]]).factorize()[0]
             t["grp"] = key.astype(I64)
@@ -682,6 +693,14 @@ class Outputs:
     figure_arrays: dict[str, np.ndarray]
     #: with ``keep_rows``: the caller side's rows, the columns ``sipperf report`` measures (:func:`measure_table`)
     rows: pd.DataFrame | None = None
+
+
+def _concurrent(acc: _HopAcc) -> bool:
+    """:func:`sipperf.ingest.pairing.proxy.concurrent` on a hop's relayed messages."""
+    from sipperf.ingest.pairing.proxy import overtaken_max
+
+    v = _hop_values(acc)
+    return bool(len(v["t_arr"]) and overtaken_max(v["t_arr"], v["t_arr"] + v["soj"]) > 0)
 
 
 def _hop_values(acc: _HopAcc) -> dict[str, np.ndarray]:
@@ -894,7 +913,7 @@ def measure_table(e: Engine) -> pd.DataFrame:
     Call-IDs."""
     from sipperf.timeline import MSG_TYPES
 
-    cols = ("t_arr", "t_dep", "frame", "call", "cseq", "method", "cm", "status", "mt", "disp", "retrans")
+    cols = ("t_arr", "t_dep", "frame", "call", "cseq", "method", "cm", "status", "mt", "disp", "retrans", "racy")
     k = {c: np.concatenate([x[c] for x in e.kept]) if e.kept and c in e.kept[0] else None for c in cols}
     e.kept = []
     n = 0 if k["t_arr"] is None else len(k["t_arr"])
@@ -914,6 +933,8 @@ def measure_table(e: Engine) -> pd.DataFrame:
             t0 = e.t_min
             fl = (k["t_arr"][prov] - t0).astype(np.float64) > float(e.capture_end - t0) - float(longest)
             d[prov] = np.where(fl, K.D_IN_FLIGHT, K.D_DROPPED)
+        if longest is not None and e.hops[0].concurrent and k["racy"] is not None:
+            d[prov & (k["racy"] >= 0) & (k["racy"] <= longest)] = K.D_AFTER_FINAL
     strings = np.array(e.cb.strings, dtype=object)
 
     def ints(v, dtype):

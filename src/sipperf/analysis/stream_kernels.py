@@ -29,7 +29,7 @@ ROLE_NONE, ROLE_IN, ROLE_OUT, ROLE_SELF = 0, 1, 2, 3
 @njit(cache=True, nogil=True)
 def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branch, ack_raw, sock,
              c_invite, c_ack, c_cancel, stateful, resolve, ref_a, ref_d, t_max, soj_max,
-             role, partner, eo, disp, gamb, amb_stats):
+             role, partner, eo, disp, gamb, amb_stats, race_soj):
     """One hop: :func:`sipperf.ingest.pairing.proxy.pair_at_proxy` (hop-by-hop keys, FIFO pairing by
     message key with the direction constraint, the stateful proxy's own retransmissions) and
     :func:`sipperf.ingest.pairing.hop.classify` (the drop rule) for every group.
@@ -42,7 +42,10 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
     first candidate (FIFO), or, with ``resolve``, the one
     :func:`sipperf.ingest.pairing.proxy.choose` picks from the certain pairs ``ref_a``/``ref_d``
     (``amb_stats[1]`` counts those paired with a later copy than the first, ``amb_stats[2]``
-    those paired with none)."""
+    those paired with none).  ``race_soj`` (ns, -1: none) is, for an undecided row (``D_PROVISIONAL``) that is a
+    provisional response arriving before a relayed final of its sender, the sojourn it would
+    have had had it left with that final: a concurrent proxy absorbs it when that is within the
+    longest sojourn (:func:`sipperf.ingest.pairing.hop.classify`)."""
     n_groups = gstart.shape[0] - 1
     big = 0
     for g in range(n_groups):
@@ -177,6 +180,7 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
             if not has_in[a]:
                 continue
             t_in = ts[i]
+            race_soj[i] = -1
             res = D_PROVISIONAL
             overtaken = False  # a later copy of the same message was relayed: dropped
             for b in range(k):
@@ -245,6 +249,15 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
                                 res = D_AFTER_FINAL
                                 done = True
                                 break
+                            # a provisional that may have lost the race to a relayed final of its
+                            # sender (hop.classify, ``concurrent``): the sojourn it would have had
+                            # had it left with that final; settled at the end, when the whole
+                            # capture shows whether the proxy is concurrent and its longest sojourn
+                            if has_out[b] and has_in[b] and meth[f] < 0 and status[f] >= 200 and cm_up[f] == kk \
+                                    and st > 100 and st < 200 and src[f] == src[i] and ts[f] > t_in:
+                                w = t_out[b] - t_in
+                                if race_soj[i] < 0 or w < race_soj[i]:
+                                    race_soj[i] = w
                     if not done:
                         own_req = False
                         in_req = False

@@ -310,7 +310,7 @@ def _model(rep, fig) -> str:
             th = ALPHA_BREAKPOINTS["poisson"]
             out.append(fig(F.alpha_figure(pr, (xs, ys), (th[0], th[1])),
                            "α of each one-worker run (the value for which M/G/1 reproduces it) and the fitted "
-                           "α(λ); the thesis's Poisson curve (its OpenSIPS on 2010 hardware) for comparison."))
+                           "α(λ); the thesis's Poisson curve (its OpenSIPS on its own machine) for comparison."))
     kt = T.knees(rep)
     if len(kt):
         out.append("<h3>The 1 %-drop knee</h3><p>Measured from every drop measurement (each run, each round of a "

@@ -469,8 +469,8 @@ def _rule_sentences(fit, weak, head, cannot, numbers) -> None:
     ranged = src == "measured" and not cc.get("located", True) and all(_finite(x) for x in ci)
     val = (f"between {_f(ci[0])} and {_f(ci[1])} calls/s" if ranged else
            f"= {_f(cc['value'])} calls/s{_ci(cc['ci95'])}")
-    s = (f"Capacity rule C_p,m = T_p,m·C₁,₁ (thesis eq. 7.1): C₁,₁ {val} {what} (the thesis: 1,000 on 2010 "
-         "hardware).")
+    s = (f"Capacity rule C_p,m = T_p,m·C₁,₁ (thesis eq. 7.1): C₁,₁ {val} {what} (the thesis: 1,000 for its own "
+         "single-core, single-thread server).")
     if cap4:
         c4 = (f"between {_f(cap4['ci95_cps'][0])} and {_f(cap4['ci95_cps'][1])}" if ranged
               else f"about {_f(cap4['capacity_cps'])}")

@@ -37,10 +37,19 @@ that applies wins):
                                        relayed a final response that arrived before it (read
                                        first), or another branch's final response as the best
                                        one: "a stateful proxy MUST NOT immediately forward any
-                                       other responses" (§16.7 steps 5-6).  A response that
-                                       arrived before the proxy's *own* final (e.g. its 408 on
-                                       timer C), or before a final of the same sender that the
-                                       proxy relayed, was lost: a drop
+                                       other responses" (§16.7 steps 5-6).  Also, when the
+                                       capture shows the proxy processing concurrently (a
+                                       relayed message overtook another), a provisional
+                                       response that arrived before a final of the same sender
+                                       that the proxy relayed, if it would have been in the
+                                       proxy no longer than the longest sojourn of a relayed
+                                       message had it left with that final: several workers
+                                       reading one socket process the two at once and the final
+                                       can win the race (the transaction then discards the
+                                       provisional).  Any
+                                       other response that arrived before the proxy's *own*
+                                       final (e.g. its 408 on timer C), or before a final of the
+                                       same sender that the proxy relayed, was lost: a drop
 ``absorbed: response to own request``  a response to a request the proxy originated (it sent
                                        the request and never received it)
 ``answered by proxy``                  a request the proxy answered itself with a final
@@ -100,14 +109,19 @@ def _col(tl: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def classify(tl: pd.DataFrame, t_in: np.ndarray, t_out: np.ndarray,
-             capture_end: float | None = None, longest: float | None = None) -> np.ndarray:
+             capture_end: float | None = None, longest: float | None = None,
+             concurrent: bool = False) -> np.ndarray:
     """Disposition of every row (see the module doc).
 
     ``t_in`` / ``t_out``: float ns (NaN if absent) of the copy arriving at / leaving the proxy.
     ``capture_end``: last instant the capture or log covers (float ns); None: no
     "in flight" class.  ``longest``: the longest sojourn of a relayed message (default: from
-    these rows).  Pass instants relative to a reference near them (float64 holds epoch ns only
-    to 256 ns).  Returns an object array of :data:`DISPOSITIONS` values.
+    these rows).  ``concurrent``: the proxy reads its socket with several workers at once (a
+    relayed message overtook another in the capture,
+    :func:`sipperf.ingest.pairing.proxy.concurrent`); only then can a
+    provisional response lose the race to its transaction's final (the rule above).  Pass
+    instants relative to a reference near them (float64 holds epoch ns only to 256 ns).
+    Returns an object array of :data:`DISPOSITIONS` values.
     """
     n = len(tl)
     t_in = np.asarray(t_in, dtype=np.float64)
@@ -191,7 +205,10 @@ def classify(tl: pd.DataFrame, t_in: np.ndarray, t_out: np.ndarray,
                 res[i] = ABSORBED_CANCEL
             elif not ok2xx_invite and first_in.get((c, q, k, s, src[i]), t_in[i]) < t_in[i]:
                 res[i] = ABSORBED_RETRANS
-            elif not ok2xx_invite and any(t <= t_in[i] or (hi and (t_in[f] < t_in[i] or src[f] != src[i]))
+            elif not ok2xx_invite and any(t <= t_in[i] or (hi and (t_in[f] < t_in[i] or src[f] != src[i]
+                                                                   or (concurrent and 100 < s < 200
+                                                                       and t_in[f] > t_in[i]
+                                                                       and t - t_in[i] <= longest)))
                                           for t, _, _, hi, f in finals_sent.get((c, q, k), ())):
                 res[i] = ABSORBED_AFTER_FINAL
             elif (c, q, k) in own_req and (c, q, k) not in in_req:

@@ -111,6 +111,16 @@ def choose(cand_t: np.ndarray, e: int, ref_a: np.ndarray, ref_d: np.ndarray, t_m
     return -1
 
 
+def concurrent(t_in: np.ndarray, t_out: np.ndarray) -> bool:
+    """True when a relayed message overtook another (arrived later, left earlier): the proxy
+    processes messages concurrently (several workers on one socket).  A single reader is FIFO
+    and never shows it.  ``t_in``/``t_out``: instants of the relayed messages (NaN rows ignored)."""
+    t_in = np.asarray(t_in, dtype=np.float64)
+    t_out = np.asarray(t_out, dtype=np.float64)
+    ok = ~np.isnan(t_in) & ~np.isnan(t_out)
+    return bool(ok.any() and overtaken_max(t_in[ok].astype(np.int64), t_out[ok].astype(np.int64)) > 0)
+
+
 @dataclass
 class Resolver:
     """What the capture's certain pairs show (see :func:`resolver`)."""
@@ -366,7 +376,7 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     t_in[n_in:] = np.nan
     t_out = np.where(np.concatenate([paired, np.ones(n_eo, bool)]),
                      (ts[np.concatenate([safe_out, eo])] - t0).astype(np.float64), np.nan)
-    disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0))
+    disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0), concurrent=concurrent(t_in, t_out))
     dropped = disp == hop.DROPPED
     tl["dropped"] = pd.array(dropped, dtype="boolean")
     tl["drop_reason"] = pd.array(np.where(dropped, "no egress", None), dtype="string")

@@ -1,0 +1,348 @@
+"""The second lab (issue 21, item 8): a proxy set-up built apart from ``sipperf.lab``, to check
+``sipperf report`` on a lab it never saw.
+
+What differs from the project's own lab (``src/sipperf/lab``): its own Kamailio configuration
+(``kamailio.cfg`` here: 2 UDP workers, a stateful relay with tm's retransmission timers, other
+ports), its own SIPp scenarios (``uac.xml``, ``uas.xml``: retransmissions on, one call in ten
+answered 486 Busy Here by SIPp's statistical branch), SIPp's constant-rate arrivals, nothing
+pinned and nothing reniced, no tracer, and a capture filtered on the proxy's port. Every process
+it starts is stopped by its pid (its own process group, made at start).
+
+What it measures per run, independently of ``sipperf``:
+
+* the kernel's drop counter of the proxy's socket (``/proc/net/udp``, the ``drops`` column of
+  the socket bound to the proxy's port), before and after;
+* the datagrams that reached the proxy's port (counted in the capture with dpkt: the capture
+  point is before the socket, so it sees the datagrams the socket then drops);
+* the offered call rate as it reached the proxy (distinct INVITE Call-IDs over the span of their
+  first arrivals, from the same dpkt pass);
+* the proxy's CPU seconds (user + system of Kamailio and every process it forked,
+  ``/proc/PID/stat``) over the load window.
+
+Used by ``tests/test_lab_second.py`` and ``bench/lab_second.py``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ADDR = "127.0.0.1"
+TOOLS = ("kamailio", "sipp", "dumpcap")
+
+
+@dataclass(frozen=True)
+class Lab2Config:
+    proxy_port: int = 5260
+    uas_port: int = 5280
+    uac_port: int = 5261
+    workers: int = 2            #: Kamailio's UDP workers (``children``), written into the config
+    busy_chance: float = 0.1    #: share of INVITEs the callee answers 486
+    seconds: float = 6.0        #: load per run
+    timeout_s: float = 40.0     #: a run that has not ended by then is stopped
+
+
+@dataclass
+class Lab2Run:
+    label: str
+    nominal_cps: float
+    capture: Path
+    rate_cps: float             #: distinct INVITEs reaching the proxy per second (capture)
+    arrivals: int               #: datagrams to the proxy's port (capture)
+    socket_drops: int           #: the proxy socket's kernel drop counter, delta over the run
+    kernel_pdr: float           #: socket_drops / arrivals
+    cpu_s: float                #: the proxy's CPU seconds over the window
+    window_s: float             #: the load window (s)
+    calls: int                  #: calls SIPp started
+    completed: int              #: calls whose BYE the proxy answered 200 to the caller (capture)
+    busy: int                   #: calls the proxy answered 486 to the caller (capture)
+    loadavg: float              #: 1-minute load before the run
+
+    @property
+    def cpu_share(self) -> float:
+        return self.cpu_s / self.window_s
+
+    def row(self) -> dict:
+        d = asdict(self)
+        d["capture"] = str(self.capture)
+        d["cpu_share"] = self.cpu_share
+        return d
+
+
+def missing_tools() -> list[str]:
+    return [t for t in TOOLS if not shutil.which(t)]
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind((ADDR, port))
+        except OSError:
+            return False
+    return True
+
+
+def _render(name: str, out: Path, values: dict) -> Path:
+    text = (HERE / name).read_text()
+    for k, v in values.items():
+        text = text.replace(f"@@{k}@@", str(v))
+    assert "@@" not in text, f"{name}: a placeholder is left"
+    p = out / name
+    p.write_text(text)
+    return p
+
+
+def _raise_exit(signum, frame):
+    raise SystemExit(f"stopped by signal {signum}")
+
+
+def _stop(proc: subprocess.Popen, sig=signal.SIGTERM, wait_s: float = 10.0) -> None:
+    """Stop a process this module started, and its group, by its pid."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)          # its own group (start_new_session): only what it started
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=wait_s)
+
+
+def _descendants(pid: int) -> list[int]:
+    """pid and every process below it (from /proc/*/stat's parent field)."""
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                parent[int(d.name)] = int(f[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(c for c, pp in parent.items() if pp == p)
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of pid and its descendants (/proc/PID/stat fields 14, 15)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in _descendants(pid):
+        try:
+            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
+
+
+def socket_drops(port: int) -> int:
+    """The kernel's drop counter of the UDP socket bound to 127.0.0.1:port (/proc/net/udp)."""
+    want = f"0100007F:{port:04X}"
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[1] == want:
+            return int(f[-1])
+    raise RuntimeError(f"no UDP socket bound to {ADDR}:{port}")
+
+
+def count_capture(path: Path, port: int, uac_port: int) -> tuple[int, float, int, int]:
+    """(datagrams to ``port``, distinct INVITEs per second reaching it, 200 OKs to BYE and 486s
+    the proxy sent to the caller) from a capture, read with dpkt (not sipperf)."""
+    import dpkt
+
+    arrivals, first, bye_ok, busy = 0, {}, set(), set()
+    with open(path, "rb") as fh:
+        for ts, buf in dpkt.pcapng.Reader(fh):
+            if len(buf) < 28:
+                continue
+            # loopback captures are Ethernet-framed on Linux (DLT_EN10MB on "lo")
+            eth = dpkt.ethernet.Ethernet(buf)
+            ip = eth.data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.udp.UDP):
+                continue
+            udp = ip.data
+            if udp.sport == port and udp.dport == uac_port:
+                data = bytes(udp.data)
+                i = data.find(b"\r\nCall-ID:")
+                cid = data[i + 10:data.find(b"\r\n", i + 2)].strip() if i >= 0 else b""
+                if data.startswith(b"SIP/2.0 200") and b" BYE\r\n" in data:
+                    bye_ok.add(cid)
+                elif data.startswith(b"SIP/2.0 486"):
+                    busy.add(cid)
+                continue
+            if udp.dport != port:
+                continue
+            arrivals += 1
+            data = bytes(udp.data)
+            if data.startswith(b"INVITE "):
+                i = data.find(b"\r\nCall-ID:")
+                if i >= 0:
+                    cid = data[i + 10:data.find(b"\r\n", i + 2)].strip()
+                    first.setdefault(cid, ts)
+    t = sorted(first.values())
+    rate = (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 and t[-1] > t[0] else float("nan")
+    return arrivals, rate, len(bye_ok), len(busy)
+
+
+class SecondLab:
+    """Kamailio and the SIPp callee, started once; :meth:`run` offers one rate."""
+
+    def __init__(self, cfg: Lab2Config, out: Path):
+        self.cfg, self.out = cfg, Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.proxy = self.uas = None
+
+    def __enter__(self) -> "SecondLab":
+        c = self.cfg
+        # a SIGTERM (a timeout, a CI runner stopping the job) unwinds through __exit__, which
+        # stops what was started; the previous handler is put back there
+        self._old_term = signal.signal(signal.SIGTERM, _raise_exit)
+        kcfg = _render("kamailio.cfg", self.out, {"PROXY_PORT": c.proxy_port, "UAS_PORT": c.uas_port})
+        kcfg.write_text(kcfg.read_text().replace("children=2", f"children={c.workers}"))
+        uas = _render("uas.xml", self.out, {"BUSY_CHANCE": c.busy_chance})
+        _render("uac.xml", self.out, {})
+        self.proxy = subprocess.Popen(
+            ["kamailio", "-f", str(kcfg), "-DD", "-E", "-m", "1024", "-M", "32",
+             "-P", str(self.out / "kamailio.pid")],
+            stdout=open(self.out / "proxy.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.uas = subprocess.Popen(
+            ["sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.uas_port), "-nostdin", "-buff_size", "8388608"],
+            stdout=subprocess.DEVNULL, stderr=open(self.out / "uas.log", "w"), start_new_session=True,
+            cwd=self.out)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket_drops(c.proxy_port)
+                break
+            except RuntimeError:
+                if self.proxy.poll() is not None:
+                    raise RuntimeError(f"kamailio exited: {(self.out / 'proxy.log').read_text()[-2000:]}")
+                time.sleep(0.2)
+        else:
+            raise RuntimeError("kamailio did not bind its port within 10 s")
+        time.sleep(1.0)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            for p in (self.uas, self.proxy):
+                if p is not None:
+                    _stop(p)
+        finally:
+            signal.signal(signal.SIGTERM, self._old_term)
+
+    def run(self, label: str, rate_cps: float) -> Lab2Run:
+        c = self.cfg
+        calls = max(int(round(rate_cps * c.seconds)), 1)
+        cap = self.out / f"{label}.pcapng"
+        load1 = float(Path("/proc/loadavg").read_text().split()[0])
+        dump = subprocess.Popen(["dumpcap", "-q", "-i", "lo", "-f", f"udp port {c.proxy_port}", "-B", "128",
+                                 "-w", str(cap)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not cap.exists() and time.monotonic() < deadline:   # dumpcap writes its header first
+            time.sleep(0.05)
+        time.sleep(0.5)
+        d0, cpu0, t0 = socket_drops(c.proxy_port), cpu_seconds(self.proxy.pid), time.monotonic()
+        uac = subprocess.Popen(
+            ["sipp", "-sf", str(self.out / "uac.xml"), "-i", ADDR, "-p", str(c.uac_port),
+             f"{ADDR}:{c.proxy_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
+             "-buff_size", "8388608", "-timeout", f"{c.timeout_s:g}s",
+             "-cid_str", "lab2-%u-%p@%s"],
+            stdout=subprocess.DEVNULL, stderr=open(self.out / f"{label}_uac.log", "w"),
+            start_new_session=True, cwd=self.out)
+        try:
+            try:
+                uac.wait(timeout=c.timeout_s + 10)
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(0.3)                                 # the last responses and ACKs
+            t1, cpu1, d1 = time.monotonic(), cpu_seconds(self.proxy.pid), socket_drops(c.proxy_port)
+        finally:
+            _stop(uac)
+            _stop(dump, signal.SIGINT)
+        arrivals, rate, completed, busy = count_capture(cap, c.proxy_port, c.uac_port)
+        drops = d1 - d0
+        return Lab2Run(label=label, nominal_cps=rate_cps, capture=cap, rate_cps=rate, arrivals=arrivals,
+                       socket_drops=drops, kernel_pdr=drops / arrivals if arrivals else float("nan"),
+                       cpu_s=cpu1 - cpu0, window_s=t1 - t0, calls=calls, completed=completed, busy=busy,
+                       loadavg=load1)
+
+
+def knee_by_bisection(lab: SecondLab, runs: list[Lab2Run], steps: int, target: float = 0.01,
+                      prefix: str = "bisect") -> tuple[float, float, float, list[Lab2Run]]:
+    """Narrow the bracket of ``target`` kernel drops by bisection on the offered rate, from the
+    sweep's runs. Returns (knee, low, high) in calls/s as they reached the proxy (the knee
+    interpolated between the final bracketing runs), and the bisection's runs."""
+    below = max((r for r in runs if r.kernel_pdr < target), key=lambda r: r.rate_cps)
+    above = min((r for r in runs if r.kernel_pdr >= target and r.rate_cps > below.rate_cps),
+                key=lambda r: r.rate_cps)
+    done = []
+    for i in range(steps):
+        mid = 0.5 * (below.nominal_cps + above.nominal_cps)
+        r = lab.run(f"{prefix}{i}-{mid:.0f}", mid)
+        done.append(r)
+        if r.kernel_pdr >= target and r.rate_cps > below.rate_cps:
+            above = r
+        elif r.kernel_pdr < target and r.rate_cps < above.rate_cps:
+            below = r
+        else:        # the measured rate fell outside the bracket (the generator lagged): stop here
+            break
+    a, b = below, above
+    w = (target - a.kernel_pdr) / (b.kernel_pdr - a.kernel_pdr)
+    return a.rate_cps + w * (b.rate_cps - a.rate_cps), a.rate_cps, b.rate_cps, done
+
+
+#: offered rates (calls/s) of the sweep, climbed until the kernel drops ``past`` of arrivals
+SWEEP_CPS = (300, 900, 1500, 2100, 2600, 3000, 3400, 3800, 4300, 4900, 5600, 6400, 7300, 8300)
+
+
+@dataclass
+class Sweep:
+    runs: list[Lab2Run]          #: the sweep and its replications (what the report is given)
+    bisection: list[Lab2Run]     #: the bisection's runs (not given to the report)
+    knee_cps: float | None       #: the bisection's knee (None: the sweep never reached target)
+    bracket: tuple[float, float] | None
+
+    def cpu_csv(self, path: Path) -> Path:
+        import pandas as pd
+
+        pd.DataFrame({"run": [r.label for r in self.runs], "cpu_s": [r.cpu_s for r in self.runs],
+                      "window_s": [r.window_s for r in self.runs]}).to_csv(path, index=False)
+        return path
+
+
+def sweep(lab: SecondLab, rates=SWEEP_CPS, target: float = 0.01, past: float = 0.03,
+          steps: int = 4) -> Sweep:
+    """Climb ``rates`` until the kernel drops ``past`` of arrivals; run the two rates that
+    bracket ``target`` once more (replications); then bisect the bracket ``steps`` times."""
+    runs = []
+    for rate in rates:
+        r = lab.run(f"r{rate:04d}", rate)
+        runs.append(r)
+        if len(runs) == 1 and r.completed + r.busy < 0.95 * r.calls:
+            raise RuntimeError(f"the second lab does not work: at {rate} calls/s only {r.completed} of {r.calls} "
+                               f"calls completed and {r.busy} were busy (see {lab.out})")
+        if r.kernel_pdr >= past:
+            break
+    if not any(r.kernel_pdr >= target for r in runs) or not any(r.kernel_pdr < target for r in runs):
+        return Sweep(runs, [], None, None)
+    lo = max((r for r in runs if r.kernel_pdr < target), key=lambda r: r.nominal_cps)
+    hi = min((r for r in runs if r.kernel_pdr >= target and r.nominal_cps > lo.nominal_cps),
+             key=lambda r: r.nominal_cps)
+    reps = [lab.run(f"r{x.nominal_cps:04.0f}-b", x.nominal_cps) for x in (lo, hi)]
+    knee, k_lo, k_hi, bis = knee_by_bisection(lab, runs + reps, steps, target)
+    return Sweep(runs + reps, bis, knee, (k_lo, k_hi))
