@@ -7,7 +7,7 @@ load past its knee; the knee is then located by bisection on the kernel's own dr
 report, given only the captures (and, where said, the proxy's CPU from /proc), must
 
 * put the 1 %-drop knee in an interval that meets the bisection's bracket;
-* give each run's packet drop rate as the kernel counted it (past the knee too);
+* count as dropped the messages the kernel dropped at the proxy's socket (past the knee too);
 * state the utilisation from the CPU accounting per worker with ``--threads 2`` (within 10 % of
   /proc's), and without a worker count say that it assumed one;
 * keep 486 Busy Here apart (a final response of its own, not a drop).
@@ -86,13 +86,18 @@ def test_report_knee_interval_meets_the_bisection(second_lab):
 
 
 @pytest.mark.root
-def test_report_drop_rate_is_the_kernels(second_lab):
+def test_report_drops_are_the_kernels(second_lab):
+    """The messages the report calls dropped, over the whole run, are the datagrams the kernel
+    dropped at the proxy's socket (its PDR is over the steady window after the warm-up cut, the
+    kernel's counter over the whole run, so the counts are what compare)."""
     runs2 = second_lab["runs2"].set_index("run")
     for label, r in second_lab["runs"].items():
-        got = runs2.loc[label, "pdr_percent"] / 100
-        assert abs(got - r.kernel_pdr) <= 0.002 + 0.1 * r.kernel_pdr, (
-            f"{label}: report PDR {got:.4%} against the kernel's {r.kernel_pdr:.4%} "
-            f"({r.socket_drops} drops of {r.arrivals} datagrams)")
+        got = int(runs2.loc[label, "dropped"])
+        assert abs(got - r.socket_drops) <= 5 + 0.1 * r.socket_drops, (
+            f"{label}: the report counts {got} dropped messages, the kernel {r.socket_drops} dropped "
+            f"datagrams of {r.arrivals}")
+        if r.socket_drops == 0:
+            assert runs2.loc[label, "pdr_percent"] == 0
 
 
 @pytest.mark.root

@@ -190,14 +190,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _acct_total(acct: cpuacct.GroupCpu) -> float:
-    tot = 0.0
-    for p, (u0, s0) in acct.first.items():
-        u1, s1 = acct.last.get(p, (u0, s0))
-        tot += (u1 - u0) + (s1 - s0)
-    return round(tot, 4)
-
-
 def run_chain(cfg: ChainConfig, out_dir: Path, *, log=print) -> Path:
     """Run one bounded chain experiment into ``out_dir`` (created; must be empty): the topology,
     the capture on the bridge, the core then the edge, the UAS, the UAC; every process stopped
@@ -325,9 +317,9 @@ def run_chain(cfg: ChainConfig, out_dir: Path, *, log=print) -> Path:
                     next_sample = now + 0.2
                 if offered_s is not None and offered_mark is None and now >= offered_s:
                     offered_mark = {"t_s": round(now, 3), "cpu_times": meta.cpu_times(),
-                                    **{f"{h}_cpu_s": _acct_total(a) for h, a in hop_acct.items()},
-                                    "generator_cpu_s": _acct_total(gen_acct),
-                                    "observer_cpu_s": _acct_total(obs_acct)}
+                                    **{f"{h}_cpu_s": a.total_s() for h, a in hop_acct.items()},
+                                    "generator_cpu_s": gen_acct.total_s(),
+                                    "observer_cpu_s": obs_acct.total_s()}
                 if now > bound_s + 5:
                     timed_out = True
                     break
@@ -338,8 +330,8 @@ def run_chain(cfg: ChainConfig, out_dir: Path, *, log=print) -> Path:
                 for a in (*hop_acct.values(), gen_acct, obs_acct):
                     a.sample()
                 offered_mark = {"t_s": round(time.monotonic() - t0, 3), "cpu_times": meta.cpu_times(),
-                                **{f"{h}_cpu_s": _acct_total(a) for h, a in hop_acct.items()},
-                                "generator_cpu_s": _acct_total(gen_acct), "observer_cpu_s": _acct_total(obs_acct)}
+                                **{f"{h}_cpu_s": a.total_s() for h, a in hop_acct.items()},
+                                "generator_cpu_s": gen_acct.total_s(), "observer_cpu_s": obs_acct.total_s()}
             if not placements:
                 placements = _placements(group)
             time.sleep(0.5)

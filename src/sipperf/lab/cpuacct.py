@@ -130,6 +130,14 @@ class GroupCpu:
         """A process started inside the window: its CPU counts from zero."""
         self._first(pid, zero=True)
 
+    def total_s(self) -> float:
+        """CPU seconds used so far by the group (from its latest samples), rounded to 0.1 ms."""
+        tot = 0.0
+        for p, (u0, s0) in self.first.items():
+            u1, s1 = self.last.get(p, (u0, s0))
+            tot += (u1 - u0) + (s1 - s0)
+        return round(tot, 4)
+
     def sample(self) -> None:
         """Remember the latest reading of every live process (a process that disappears without
         being reaped by us keeps its last reading)."""

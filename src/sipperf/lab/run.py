@@ -364,9 +364,9 @@ def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
                     next_sample = now + 0.2
                 if offered_mark is None and now >= offered_s:
                     offered_mark = {"t_s": round(now, 3), "cpu_times": meta.cpu_times(),
-                                    "proxy_cpu_s": _acct_total(proxy_acct),
-                                    "generator_cpu_s": _acct_total(gen_acct),
-                                    "observer_cpu_s": (obs_acct.sample(), _acct_total(obs_acct))[1]}
+                                    "proxy_cpu_s": proxy_acct.total_s(),
+                                    "generator_cpu_s": gen_acct.total_s(),
+                                    "observer_cpu_s": (obs_acct.sample(), obs_acct.total_s())[1]}
                 if now > bound_s + 5:
                     timed_out = True
                     break
@@ -454,13 +454,6 @@ def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
     return out
 
 
-def _acct_total(acct: cpuacct.GroupCpu) -> float:
-    """CPU seconds used so far by an accounting group (from its latest samples)."""
-    tot = 0.0
-    for p, (u0, s0) in acct.first.items():
-        u1, s1 = acct.last.get(p, (u0, s0))
-        tot += (u1 - u0) + (s1 - s0)
-    return round(tot, 4)
 
 
 def _placements(group: ProcessGroup, proxy, hogs: list) -> list[dict]:
