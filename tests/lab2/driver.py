@@ -282,28 +282,31 @@ class SecondLab:
                        loadavg=load1)
 
 
+def _by_rate(runs: list[Lab2Run]) -> dict[float, tuple[float, float]]:
+    """{offered rate: (mean measured rate, mean kernel PDR)} over the runs at each offered rate
+    (replications pooled: one run near the knee can drop ten times what its twin drops)."""
+    out: dict[float, list[Lab2Run]] = {}
+    for r in runs:
+        out.setdefault(r.nominal_cps, []).append(r)
+    return {k: (sum(x.rate_cps for x in v) / len(v), sum(x.kernel_pdr for x in v) / len(v)) for k, v in out.items()}
+
+
 def knee_by_bisection(lab: SecondLab, runs: list[Lab2Run], steps: int, target: float = 0.01,
                       prefix: str = "bisect") -> tuple[float, float, float, list[Lab2Run]]:
     """Narrow the bracket of ``target`` kernel drops by bisection on the offered rate, from the
-    sweep's runs. Returns (knee, low, high) in calls/s as they reached the proxy (the knee
-    interpolated between the final bracketing runs), and the bisection's runs."""
-    below = max((r for r in runs if r.kernel_pdr < target), key=lambda r: r.rate_cps)
-    above = min((r for r in runs if r.kernel_pdr >= target and r.rate_cps > below.rate_cps),
-                key=lambda r: r.rate_cps)
-    done = []
-    for i in range(steps):
-        mid = 0.5 * (below.nominal_cps + above.nominal_cps)
-        r = lab.run(f"{prefix}{i}-{mid:.0f}", mid)
-        done.append(r)
-        if r.kernel_pdr >= target and r.rate_cps > below.rate_cps:
-            above = r
-        elif r.kernel_pdr < target and r.rate_cps < above.rate_cps:
-            below = r
-        else:        # the measured rate fell outside the bracket (the generator lagged): stop here
+    sweep's runs (replications pooled per rate). Returns (knee, low, high) in calls/s as they
+    reached the proxy (the knee interpolated between the final bracketing rates), and the
+    bisection's runs."""
+    done: list[Lab2Run] = []
+    for i in range(steps + 1):
+        pts = _by_rate(runs + done)
+        lo = max((k for k, (_, p) in pts.items() if p < target), default=None)
+        hi = min((k for k, (_, p) in pts.items() if p >= target and (lo is None or k > lo)), default=None)
+        if lo is None or hi is None or i == steps:
             break
-    a, b = below, above
-    w = (target - a.kernel_pdr) / (b.kernel_pdr - a.kernel_pdr)
-    return a.rate_cps + w * (b.rate_cps - a.rate_cps), a.rate_cps, b.rate_cps, done
+        done.append(lab.run(f"{prefix}{i}-{0.5 * (lo + hi):.0f}", 0.5 * (lo + hi)))
+    (ra, pa), (rb, pb) = pts[lo], pts[hi]
+    return ra + (target - pa) / (pb - pa) * (rb - ra), ra, rb, done
 
 
 #: offered rates (calls/s) of the sweep, climbed until the kernel drops ``past`` of arrivals
@@ -329,20 +332,23 @@ def sweep(lab: SecondLab, rates=SWEEP_CPS, target: float = 0.01, past: float = 0
           steps: int = 4) -> Sweep:
     """Climb ``rates`` until the kernel drops ``past`` of arrivals; run the two rates that
     bracket ``target`` once more (replications); then bisect the bracket ``steps`` times."""
-    runs = []
+    runs, past_at = [], None
     for rate in rates:
         r = lab.run(f"r{rate:04d}", rate)
         runs.append(r)
         if len(runs) == 1 and r.completed + r.busy < 0.95 * r.calls:
             raise RuntimeError(f"the second lab does not work: at {rate} calls/s only {r.completed} of {r.calls} "
                                f"calls completed and {r.busy} were busy (see {lab.out})")
+        if past_at is not None:
+            break                      # one rate beyond the first past ``past``: clearly past the knee
         if r.kernel_pdr >= past:
-            break
-    if not any(r.kernel_pdr >= target for r in runs) or not any(r.kernel_pdr < target for r in runs):
+            past_at = rate
+    pts = _by_rate(runs)
+    lo = max((k for k, (_, p) in pts.items() if p < target), default=None)
+    hi = min((k for k, (_, p) in pts.items() if p >= target and (lo is None or k > lo)), default=None)
+    if lo is None or hi is None:
         return Sweep(runs, [], None, None)
-    lo = max((r for r in runs if r.kernel_pdr < target), key=lambda r: r.nominal_cps)
-    hi = min((r for r in runs if r.kernel_pdr >= target and r.nominal_cps > lo.nominal_cps),
-             key=lambda r: r.nominal_cps)
-    reps = [lab.run(f"r{x.nominal_cps:04.0f}-b", x.nominal_cps) for x in (lo, hi)]
+    # the two offered rates that bracket the knee, once more each: replications
+    reps = [lab.run(f"r{x:04.0f}-b", x) for x in (lo, hi)]
     knee, k_lo, k_hi, bis = knee_by_bisection(lab, runs + reps, steps, target)
     return Sweep(runs + reps, bis, knee, (k_lo, k_hi))
