@@ -74,11 +74,19 @@ def second_lab(tmp_path_factory):
 @pytest.mark.root
 def test_report_knee_interval_meets_the_bisection(second_lab):
     knee, b_lo, b_hi = second_lab["knee"]
+    # near this knee one run can drop ten times what its twin at the same rate drops: the knee is a
+    # band, from the lowest rate of any run with 1 % drops to the highest of any run without
+    every = list(second_lab["runs"].values()) + list(second_lab["bis"])
+    b_lo = min([b_lo] + [r.rate_cps for r in every if r.kernel_pdr >= TARGET])
+    b_hi = max([b_hi] + [r.rate_cps for r in every if r.kernel_pdr < TARGET and r.rate_cps <= max(
+        x.rate_cps for x in every if x.kernel_pdr >= TARGET)])
     n = second_lab["rep2"]["verdict"]["numbers"]
     lo, hi = n["knee_measured_ci95"]
     assert lo is not None, n.get("knee_next")
     hi = float("inf") if hi is None else hi          # "the knee is above lo": an open interval
-    assert lo <= b_hi and hi >= b_lo, (
+    # the report and this harness measure a run's rate separately (its INVITEs over its steady
+    # window; distinct INVITEs over their span): 0.5 % apart at most
+    assert lo <= 1.005 * b_hi and hi >= 0.995 * b_lo, (
         f"report's knee interval {lo:.0f}-{hi:.0f} calls/s misses the bisection's bracket "
         f"{b_lo:.0f}-{b_hi:.0f} (knee {knee:.0f})")
     # and it is not an interval that says nothing: narrower than the sweep itself
@@ -86,17 +94,26 @@ def test_report_knee_interval_meets_the_bisection(second_lab):
     assert hi - lo < max(rates) - min(rates) or lo >= sorted(rates)[len(rates) // 2]
 
 
+ABSORBED = ("absorbed: retransmission", "absorbed: after final", "absorbed: ACK of non-2xx")
+
+
 @pytest.mark.root
 def test_report_drops_are_the_kernels(second_lab):
-    """The messages the report calls dropped, over the whole run, are the datagrams the kernel
-    dropped at the proxy's socket (its PDR is over the steady window after the warm-up cut, the
-    kernel's counter over the whole run, so the counts are what compare)."""
+    """Over the whole run (the report's PDR is over the steady window, the kernel's counter over
+    the run, so counts are what compare): every message the report calls dropped is a datagram
+    the kernel dropped at the proxy's socket, and every datagram the kernel dropped is one the
+    report calls dropped or one the proxy would not have forwarded anyway (a retransmission of a
+    copy it relayed, a provisional after its final, the ACK of a non-2xx)."""
     runs2 = second_lab["runs2"].set_index("run")
     for label, r in second_lab["runs"].items():
         got = int(runs2.loc[label, "dropped"])
-        assert abs(got - r.socket_drops) <= 5 + 0.1 * r.socket_drops, (
-            f"{label}: the report counts {got} dropped messages, the kernel {r.socket_drops} dropped "
-            f"datagrams of {r.arrivals}")
+        counts = pd.read_csv(second_lab["out"] / "report2" / "runs" / label / "counts.csv")
+        absorbed = int(sum(counts[c].sum() for c in ABSORBED if c in counts))
+        slack = 5 + 0.02 * r.socket_drops
+        assert got <= r.socket_drops + slack, f"{label}: the report counts {got} drops, the kernel {r.socket_drops}"
+        assert r.socket_drops <= got + absorbed + slack, (
+            f"{label}: the kernel dropped {r.socket_drops} datagrams of {r.arrivals}; the report counts {got} "
+            f"dropped and {absorbed} absorbed")
         if r.socket_drops == 0:
             assert runs2.loc[label, "pdr_percent"] == 0
 
