@@ -91,6 +91,20 @@ def test_censored_and_disagreeing_sweeps():
     pr = [KneeProbe("a", 1000, 0.0, 5e4), KneeProbe("b", 1800, 0.002, 5e4), KneeProbe("c", 2500, 0.05, 5e4)]
     g = knee_from_probes(pr, growing_cps=1800)
     assert g["hi"] == 1800 and g["knee"] <= 1800 and "queue" in " ".join(g["why"])
+    # one unreplicated run whose queue grew only suspects overload: the interval reaches down to the
+    # rate below it, its top stays where the drops put it, and the rate is to be repeated
+    m = knee_from_probes(pr, growing_maybe_cps=1800)
+    assert m["lo"] <= 1000 and m["hi"] >= 2500 and not m["located"]
+    assert "may lie at or below" in " ".join(m["why"]) and 1800 in m["next_rates"]
+
+
+def test_growth_bounds_confirm_only_replicated_growth():
+    from sipperf.fit import growth_bounds
+    assert growth_bounds([(1000, False), (1800, True)]) == (None, 1800)          # one run: suspected
+    assert growth_bounds([(1800, True), (1805, True), (2500, True)]) == (1800, 2500)
+    assert growth_bounds([(1800, True), (1802, False)]) == (None, 1800)          # its twin did not grow
+    assert growth_bounds([(1000, False), (1800, False)]) == (None, None)
+    assert growth_bounds([]) == (None, None)
 
 
 def test_isotonic_pools_violators_as_weighted_means():

@@ -557,8 +557,31 @@ def _round_rate(x: float) -> float:
     return float(max(step, round(x / step) * step))
 
 
+def growth_bounds(runs: Iterable[tuple[float, bool]]) -> tuple[float | None, float | None]:
+    """(confirmed, suspected): what runs whose queue grew through the run (``(rate_cps, grew)``
+    per run, drops below 1 %) say about the knee.  A rate whose runs all grew, at least two of
+    them, confirms overload: the knee is at most the lowest such rate.  A rate where one run grew
+    but was not replicated, or its twins did not grow, only suspects it (a CPU stall late in a
+    short run looks the same): the knee *may* lie at or below the lowest such rate.  None where
+    there is no such rate."""
+    pts = sorted((float(r), bool(g)) for r, g in runs if r is not None and math.isfinite(r) and r > 0)
+    groups: list[list[bool]] = []
+    rates: list[float] = []
+    first = None
+    for r, g in pts:
+        if first is None or r > first * (1 + RATE_REL_TOL):
+            groups.append([])
+            rates.append(r)
+            first = r
+        groups[-1].append(g)
+    confirmed = [r for r, gs in zip(rates, groups) if len(gs) >= 2 and all(gs)]
+    suspected = [r for r, gs in zip(rates, groups) if any(gs) and not (len(gs) >= 2 and all(gs))]
+    return (min(confirmed) if confirmed else None, min(suspected) if suspected else None)
+
+
 def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *, n_boot: int = KNEE_BOOT,
-                     seed: int = 0, growing_cps: float | None = None) -> dict[str, Any]:
+                     seed: int = 0, growing_cps: float | None = None,
+                     growing_maybe_cps: float | None = None) -> dict[str, Any]:
     """The 1 %-drop knee from replicated drop measurements, with an interval an engineer can trust.
 
     1. Probes at rates within :data:`RATE_REL_TOL` of each other are replications of one rate;
@@ -577,8 +600,10 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
     ``located`` is True only when the interval is at most :data:`KNEE_MAX_REL_WIDTH` of the knee
     and the rates it spans are steady, hold at least :data:`MIN_PROBE_MSGS` messages each and
     were replicated; otherwise ``why`` says what is missing and ``next`` what to run next.
-    ``growing_cps`` is the lowest rate at which a run's queue grew (overload without 1 % drops
-    yet): the knee is then at most that rate.  Returns a dict (``knee``, ``censored`` "" /
+    ``growing_cps`` is the lowest rate at which the queue grew in every replication (overload
+    without 1 % drops yet): the knee is then at most that rate.  ``growing_maybe_cps`` is the
+    lowest rate at which a run's queue grew unconfirmed (see :func:`growth_bounds`): the interval
+    then reaches down to the rate below it, and the rate is to be repeated.  Returns a dict (``knee``, ``censored`` "" /
     "above" / "below" / "no runs", ``lo``, ``hi``, ``bracket``, ``located``, ``why``, ``next``,
     ``next_rates``, ``rates``: one row per rate)."""
     ps = sorted((p for p in probes if math.isfinite(p.rate_cps) and p.rate_cps > 0 and math.isfinite(p.pdr)),
@@ -685,8 +710,20 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
         below = g_rate[g_rate < growing_cps]
         lo = min(lo, float(below.max()) if below.size else 0.0)
         knee = min(knee, hi)
-        why.append(f"the run at {growing_cps:,.0f} calls/s dropped less than {100 * target:g} % but its queue "
-                   "grew through the run: under a longer load it would drop more, so the knee is at most that")
+        why.append(f"the runs at {growing_cps:,.0f} calls/s dropped less than {100 * target:g} % but the queue "
+                   "grew through every one of them: under a longer load they would drop more, so the knee is at "
+                   "most that")
+    if (growing_maybe_cps is not None and math.isfinite(growing_maybe_cps)
+            and growing_maybe_cps < hi and not (growing_cps is not None and growing_cps <= growing_maybe_cps)):
+        below = g_rate[g_rate < growing_maybe_cps * (1 - RATE_REL_TOL)]
+        lo = min(lo, float(below.max()) if below.size else 0.0)
+        why.append(f"a run at {growing_maybe_cps:,.0f} calls/s dropped less than {100 * target:g} % but its queue "
+                   "grew through the run, and no replication confirms it (a stall late in a short run looks the "
+                   "same): the knee may lie at or below that rate, so the interval reaches down to the rate "
+                   "below it")
+        again = [_round_rate(growing_maybe_cps)]
+    else:
+        again = []
     top = float(g_rate[-1])
     if cen == "above" or not math.isfinite(hi):
         why.append(f"no rate run is clearly past {100 * target:g} % drops (the highest, {top:,.0f} calls/s, "
@@ -721,6 +758,9 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
         if (short or unsteady or single) and not nxt:
             nxt = [_round_rate(x) for x in sorted({lo, hi})]
             verb = "repeat"
+    if again:
+        verb = verb if nxt else "repeat"
+        nxt = sorted(set(nxt) | set(again))
     located = not why and cen == "" and lo > 0 and math.isfinite(hi)
     calls = MIN_PROBE_MSGS / 6
     if nxt:
@@ -1188,8 +1228,9 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
     for c, k in pt["knees"].items():
         rs = [r for r in runs if r.c == c]
         pc = [q for r in rs for q in probes_of(r)] + [q for q in extra_probes if int(q.threads or 1) == c]
-        grow = min((r.lam_cps for r in rs if r.queue_growing and math.isfinite(r.lam_cps)), default=None)
-        meas = knee_from_probes(pc, seed=seed, growing_cps=grow)
+        grow, grow_maybe = growth_bounds((r.lam_cps, bool(r.queue_growing)) for r in rs
+                                         if r.queue_growing is not None)
+        meas = knee_from_probes(pc, seed=seed, growing_cps=grow, growing_maybe_cps=grow_maybe)
         bm = [b["knees"][c]["model"] for b in boots if "knees" in b and c in b["knees"]]
         hi = max([r.lam_cps for r in rs if math.isfinite(r.lam_cps)] + [q.rate_cps for q in pc], default=float("nan"))
         model = k["model"]
