@@ -35,7 +35,7 @@ import pytest
 from capgen import eth, ipv4_udp, write_pcap
 from sipperf.analysis import analyze
 from sipperf.ingest.capture.read import read_capture
-from sipperf.ingest.pairing.proxy import choose, overtaken_max, overtakers, resolver
+from sipperf.ingest.pairing.proxy import choose, overtaken_any, overtaken_max, overtakers, resolver
 
 FIX = Path(__file__).parent / "fixtures" / "overload_pairing"
 TABLES = ("components", "calls", "transactions", "counts")
@@ -55,6 +55,9 @@ def test_overtaken_max_equals_brute_force(seed):
     d = a + rng.integers(0, 30, n).astype(np.int64)
     assert overtaken_max(a, d) == _brute_max(a, d)
     assert overtaken_max(np.zeros(0, np.int64), np.zeros(0, np.int64)) == 0
+    assert overtaken_any(a, d) == (_brute_max(a, d) > 0)
+    # one sojourn for all (FIFO): no pair overtakes another
+    assert not overtaken_any(a, a + 5) and not overtaken_any(np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def test_overtakers_counts_and_caps():

@@ -144,6 +144,9 @@ class Engine:
         self.open = C.empty()
         self.open["seq"] = np.zeros(0, I64)
         self.open["file"] = np.zeros(0, np.int32)
+        self.incoming: list[dict] = []  # chunks come since the last close
+        self.in_order = True    # every row fed so far came no earlier than the one before it
+        self.last_ts = np.iinfo(np.int64).min
         self.since_batch = 0
         self.seq = 0
         self.watermark = NA
@@ -187,6 +190,11 @@ class Engine:
         self.n_rows += n
         mx = int(c["ts"].max())
         self.capture_end = mx if self.capture_end == NA else max(self.capture_end, mx)
+        # rows in time order (the usual capture): no group can hold rows out of (ts, frame) order
+        ts = c["ts"]
+        if self.in_order and (ts[0] < self.last_ts or (n > 1 and bool((ts[1:] < ts[:-1]).any()))):
+            self.in_order = False
+        self.last_ts = int(ts[-1])
         if self.vantage is None:
             self.buffer.append(c)
             self.buffered += n
@@ -258,6 +266,11 @@ class Engine:
 
     def _status_codes(self, status: np.ndarray) -> np.ndarray:
         """Code of str(status) for every row (status >= 0)."""
+        if len(status) and 0 <= status.max() < 1000:   # three digits: a table, not a sort
+            seen = np.flatnonzero(np.bincount(status[status >= 0], minlength=1000))
+            lut = np.zeros(1000, np.int32)
+            lut[seen] = [self.cb.string_code(str(int(u))) for u in seen]
+            return np.where(status >= 0, lut[np.clip(status, 0, 999)], 0).astype(np.int32)
         uniq, inv = np.unique(status, return_inverse=True)
         lut = np.array([self.cb.string_code(str(int(u))) if u >= 0 else 0 for u in uniq], np.int32)
         return lut[inv] if len(uniq) else np.zeros(0, np.int32)
@@ -274,38 +287,51 @@ class Engine:
         return x
 
     def _add(self, c: dict) -> None:
-        o = self.open
-        merged = {k: np.concatenate([o[k], c[k]]) for k in o if k != "n"}
-        merged["n"] = o["n"] + c["n"]
-        self.open = merged
+        # the chunk waits beside the open rows until the next close (concatenating at every chunk
+        # would copy every open row once per chunk)
+        self.incoming.append(c)
         self.since_batch += c["n"]
         # robust clock: the 1st percentile of the newest chunk (an odd timestamp cannot close
         # every group at once), never going back
         if c["n"]:
             wm = int(np.percentile(c["ts"], 1, method="lower"))
             self.watermark = wm if self.watermark == NA else max(self.watermark, wm)
-        if self.since_batch >= self.batch_rows or self.open["n"] > self.max_open:
+        # a close sorts and copies every open row: close when the rows that came since are at least
+        # half the open ones (and at least a batch), so that its cost per row stays constant however
+        # many rows the horizon holds open (a capture at tens of thousands of packets/s: millions)
+        waiting = self.open["n"] + self.since_batch
+        if self.since_batch >= max(self.batch_rows, waiting // 2) or waiting > self.max_open:
             self._close(final=False)
 
     def _close(self, final: bool) -> None:
-        """Close the silent groups (every group when ``final``) and process them."""
+        """Close the silent groups (every group when ``final``) and process them.  The open rows
+        are kept in group order (capture order within a group), so the stable sort below meets
+        one sorted run and the rows that came since."""
+        if self.incoming:
+            o = self.open
+            parts = [o] + self.incoming
+            self.open = {k: np.concatenate([x[k] for x in parts]) for k in o if k != "n"}
+            self.open["n"] = int(sum(x["n"] for x in parts))
+            self.incoming = []
         o = self.open
         self.since_batch = 0
         if not o["n"]:
             return
         gh = self._group_hash(o["call"], o["cseq"])
         # rows arrive in capture order: a stable sort by group keeps it inside each group, and
-        # only a group whose rows are out of (ts, frame) order needs the full sort
-        order = np.argsort(gh, kind="stable")
-        ghs, ts_s, fr_s = gh[order], o["ts"][order], o["frame"][order]
+        # only a group whose rows are out of (ts, frame) order needs the full sort (none can be
+        # when every row came in time order: frames grow with the rows)
+        order = order0 = np.argsort(gh, kind="stable")
+        ghs, ts_s = gh[order], o["ts"][order]
         same = ghs[1:] == ghs[:-1]
-        if (same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (fr_s[1:] < fr_s[:-1])))).any():
+        if not self.in_order and (same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (
+                o["frame"][order][1:] < o["frame"][order][:-1])))).any():
             order = np.lexsort((o["seq"], o["frame"], o["ts"], gh))
             ghs = gh[order]
             same = ghs[1:] == ghs[:-1]
         start = np.flatnonzero(np.concatenate([[True], ~same]))
         sizes = np.diff(np.append(start, len(order)))
-        last = np.maximum.reduceat(o["ts"][order], start)
+        last = np.maximum.reduceat(ts_s if order is order0 else o["ts"][order], start)
         if final:
             close_g = np.ones(len(start), bool)
         else:
@@ -323,14 +349,14 @@ class Engine:
             return
         row_close = np.repeat(close_g, sizes)
         sel = order[row_close]
-        keep = np.sort(order[~row_close])
+        keep = order[~row_close]
         batch = {k: v[sel] for k, v in o.items() if k != "n"}
         batch["n"] = len(sel)
         self.open = {k: v[keep] for k, v in o.items() if k != "n"}
         self.open["n"] = len(keep)
         gstart = np.concatenate([[0], np.cumsum(sizes[close_g])]).astype(I64)
         # groups closed before: their rows are late (the earlier part was analysed alone)
-        g_new = np.unique(ghs[start[close_g]])
+        g_new = ghs[start[close_g]]    # one per group, already sorted (ghs is)
         if len(self.closed):
             pos = np.searchsorted(self.closed, g_new)
             hit = (pos < len(self.closed)) & (self.closed[np.minimum(pos, len(self.closed) - 1)] == g_new)
@@ -629,7 +655,9 @@ class Engine:
         t0 = self.t_min
         for h, acc in enumerate(self.hops):
             longest = acc.longest if acc.longest >= 0 else None
-            acc.concurrent = _concurrent(acc)
+            # the certain pairs the resolver saw are relayed messages: one overtaking there is enough
+            res = getattr(acc, "res", None)
+            acc.concurrent = bool(res is not None and res.t_max > 0) or _concurrent(acc)
             for p in acc.prov:
                 if longest is None:
                     fl = np.zeros(len(p["t_in"]), bool)
@@ -657,7 +685,8 @@ class Engine:
             if acc.concurrent and longest is not None:
                 t["disp"][prov & (t["racy"] >= 0) & (t["racy"] <= longest)] = K.D_AFTER_FINAL
             # group ids of different batches may repeat: make them unique per (call, cseq)
-            key = pd.MultiIndex.from_arrays([t["call"], t["cseq"]]).factorize()[0]
+            # (the group hash the batches were grouped by: one 64-bit key, factorized by hashing)
+            key = pd.factorize(self._group_hash(t["call"], t["cseq"]))[0]
             t["grp"] = key.astype(I64)
             self.deferred = []
             self._records(t)
@@ -697,10 +726,10 @@ class Outputs:
 
 def _concurrent(acc: _HopAcc) -> bool:
     """:func:`sipperf.ingest.pairing.proxy.concurrent` on a hop's relayed messages."""
-    from sipperf.ingest.pairing.proxy import overtaken_max
+    from sipperf.ingest.pairing.proxy import overtaken_any
 
     v = _hop_values(acc)
-    return bool(len(v["t_arr"]) and overtaken_max(v["t_arr"], v["t_arr"] + v["soj"]) > 0)
+    return bool(len(v["t_arr"]) and overtaken_any(v["t_arr"], v["t_arr"] + v["soj"]))
 
 
 def _hop_values(acc: _HopAcc) -> dict[str, np.ndarray]:

@@ -2,9 +2,9 @@
 CHUNK_ROWS STRICT`` writes :func:`sipperf.ingest.capture.chunks.produce`'s messages to stdout, pickled.
 
 A separate interpreter (not ``multiprocessing``) so that it works from any caller -- a script
-without a ``__main__`` guard, a notebook, the ``sipperf`` command.  The pipe's small buffer is
-the back-pressure: the reader waits while the analysis is behind, so at most a chunk or two
-are in flight.  The last message (``"end"``) carries the reader's own peak memory and CPU.
+without a ``__main__`` guard, a notebook, the ``sipperf`` command.  The back-pressure: the
+analysing process takes chunks off the pipe up to :data:`~sipperf.ingest.capture.chunks.READ_AHEAD`
+ahead of its work; past that the reader waits.  The last message (``"end"``) carries the reader's own peak memory and CPU.
 """
 from __future__ import annotations
 

@@ -52,22 +52,50 @@ def peak_rss_mb() -> float:
     return float("nan")
 
 
+#: chunks read ahead from the reader process while the analysis works (memory: about 40 MB each)
+READ_AHEAD = 6
+
+
 def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> Iterator[tuple]:
     """:func:`produce` in a reader process (:mod:`sipperf.ingest.capture.chunk_reader`), so that reading one large
-    file and analysing it overlap on two cores; the pipe keeps at most a chunk or two in flight."""
+    file and analysing it overlap on two cores.  A thread here takes the reader's chunks off the pipe as they
+    come (up to :data:`READ_AHEAD` ahead), so the reader never waits while the analysis closes a large batch."""
     import pickle
+    import queue
     import subprocess
     import sys
     import tempfile
+    import threading
 
     errf = tempfile.TemporaryFile()  # a file, not a pipe: a chatty reader can never block on it
     proc = subprocess.Popen([sys.executable, "-m", "sipperf.ingest.capture.chunk_reader", str(path), str(chunk_rows),
                              "1" if strict else "0"], stdout=subprocess.PIPE, stderr=errf)
-    try:
-        while True:
+    q: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.is_set():
             try:
                 msg = pickle.load(proc.stdout)
             except EOFError:
+                msg = ("eof",)
+            except Exception as e:  # noqa: BLE001  (handed to the consumer, which raises it)
+                msg = ("eof", e)
+            while not stop.is_set():
+                try:
+                    q.put(msg, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
+            if msg[0] in ("eof", "end", "error"):
+                return
+
+    th = threading.Thread(target=pump, name="chunk-pump", daemon=True)
+    th.start()
+    try:
+        while True:
+            msg = q.get()
+            if msg[0] == "eof":
                 proc.wait()
                 errf.seek(0)
                 err = errf.read().decode(errors="replace").strip().splitlines()
@@ -79,8 +107,10 @@ def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool =
             if msg[0] == "end":
                 break
     finally:
+        stop.set()
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        th.join(timeout=5)
         proc.stdout.close()
         errf.close()

@@ -57,32 +57,56 @@ def overtaken_max(a: np.ndarray, d: np.ndarray) -> int:
     n = a.shape[0]
     if n == 0:
         return 0
-    ds = np.sort(d)
     order = np.argsort(a, kind="mergesort")
+    # each pair's departure rank: the departures strictly smaller than it lie at positions < rank
+    rank = np.searchsorted(np.sort(d), d)[order]
+    a_o = a[order]
     tree = np.zeros(n + 1, np.int64)
     best = 0
     k = n - 1
     while k >= 0:
         # a block of equal arrivals: query all of it before inserting it (strict a[j] > a[i])
         lo = k
-        while lo > 0 and a[order[lo - 1]] == a[order[k]]:
+        while lo > 0 and a_o[lo - 1] == a_o[k]:
             lo -= 1
         for m in range(lo, k + 1):
-            r = np.searchsorted(ds, d[order[m]])  # departures strictly smaller: positions < r
             c = 0
-            x = r
+            x = rank[m]
             while x > 0:
                 c += tree[x]
                 x -= x & (-x)
             if c > best:
                 best = c
         for m in range(lo, k + 1):
-            x = np.searchsorted(ds, d[order[m]]) + 1
+            x = rank[m] + 1
             while x <= n:
                 tree[x] += 1
                 x += x & (-x)
         k = lo - 1
     return best
+
+
+@njit(cache=True, nogil=True)
+def overtaken_any(a: np.ndarray, d: np.ndarray) -> bool:
+    """Whether any pair overtook another (some j with a[j] > a[i] and d[j] < d[i]): taken by
+    arrival, a departure earlier than the latest departure of the strictly earlier arrivals.
+    :func:`overtaken_max` > 0, in one pass after the sort."""
+    n = a.shape[0]
+    order = np.argsort(a, kind="mergesort")
+    latest = np.iinfo(np.int64).min
+    k = 0
+    while k < n:
+        hi = k
+        while hi + 1 < n and a[order[hi + 1]] == a[order[k]]:
+            hi += 1
+        for m in range(k, hi + 1):
+            if d[order[m]] < latest:
+                return True
+        for m in range(k, hi + 1):
+            if d[order[m]] > latest:
+                latest = d[order[m]]
+        k = hi + 1
+    return False
 
 
 @njit(cache=True, nogil=True)
@@ -118,7 +142,7 @@ def concurrent(t_in: np.ndarray, t_out: np.ndarray) -> bool:
     t_in = np.asarray(t_in, dtype=np.float64)
     t_out = np.asarray(t_out, dtype=np.float64)
     ok = ~np.isnan(t_in) & ~np.isnan(t_out)
-    return bool(ok.any() and overtaken_max(t_in[ok].astype(np.int64), t_out[ok].astype(np.int64)) > 0)
+    return bool(ok.any() and overtaken_any(t_in[ok].astype(np.int64), t_out[ok].astype(np.int64)))
 
 
 @dataclass

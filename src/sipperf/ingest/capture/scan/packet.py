@@ -29,7 +29,7 @@ from .ipfrag import _frag
 from .layout import (C_PARSED, R_DTLS, R_ESP, R_LINK, R_NESTED_FRAG, R_NOT_IP, R_NOT_L4,
                      R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED, R_UDP_NOT_SIP, ST_BADLINK, XB)
 from .primitives import _be16, _be32, _be64, _u32
-from .sip import _emit
+from .sip import _emit_udp
 from .tables import _addr_id, _flow_id
 from .tcp import _tcp
 
@@ -332,7 +332,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 return
             sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
             did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
-            code, _h, _c = _emit(a, p, ue, False, sid, did, sport, dport, 0, frame, ts,
+            code, _h, _c = _emit_udp(a, p, ue, False, sid, did, sport, dport, 0, frame, ts,
                                  ue - ps - 8, st, I, O, V, D, dl, scr, hs, he)
             if code == 1:
                 cnt[C_PARSED] += w
