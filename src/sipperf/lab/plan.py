@@ -115,6 +115,9 @@ class PlanParams:
     netns_fraction: float = 0.5
     netns_pairs: int = 3
     netns_calls: int = 10000
+    #: SIPp's -buff_size (0: its default, 64 KB).  The protocol plans give it
+    #: :data:`PROTOCOL_SIPP_BUFFER`: with the default, SIPp's sockets drop datagrams in bursts
+    #: while its CPU is a third busy, and every knee search stopped there (docs/lab.md)
     sipp_buffer_bytes: int = 0
     #: the chain of proxies (series "chain", sipperf.lab.chain): the open sweep's rates as
     #: fractions of the chain's capacity predicted from the 1-worker knee, offered seconds per
@@ -132,6 +135,11 @@ CHAIN_FRACTIONS = (0.1, 0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2, 1.4)
 #: the closed runs' populations (SIPp -users N: N calls at all times, each a new call as one ends)
 CHAIN_USERS = (1, 2, 5, 10, 25, 50, 100, 200, 400, 800)
 
+#: SIPp's socket buffers under the protocol (bytes; the kernel caps them at net.core.rmem_max and
+#: wmem_max, which meta.json records): datasets/lab/protocol/buffer_ab.csv, recorded by
+#: datasets/lab/buffer_ab.py, has the default drop datagrams at every rate and this none
+PROTOCOL_SIPP_BUFFER = 4 << 20
+
 PLANS = {
     "full": PlanParams("full"),
     "pilot": PlanParams("pilot", min_calls=2000, round_calls=1000, max_calls=4000, max_load_s=20.0,
@@ -140,7 +148,7 @@ PLANS = {
                         sched_min_calls=2000, sched_round_calls=1000, sched_max_calls=3000, overload_factors=(1.5,),
                         overload_seconds=8.0, timeline_calls=300, timeline_fractions=(0.3,)),
     # the re-recording under the protocol (datasets/lab/protocol): every series, replicated knees
-    "protocol": PlanParams("protocol", protocol=True, knee_replicates=3,
+    "protocol": PlanParams("protocol", protocol=True, knee_replicates=3, sipp_buffer_bytes=PROTOCOL_SIPP_BUFFER,
                            fractions=(0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2),
                            light_rates_cps=(25.0, 50.0, 100.0, 200.0),
                            timeline_fractions=(0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2),
@@ -154,6 +162,7 @@ PLANS = {
                            chain_fractions=CHAIN_FRACTIONS, chain_users=CHAIN_USERS),
     # its pilot: one worker count, fewer rates, small points (tests the tooling; not a dataset)
     "protocol-pilot": PlanParams("protocol-pilot", protocol=True, knee_replicates=3, min_calls=3000,
+                                 sipp_buffer_bytes=PROTOCOL_SIPP_BUFFER,
                                  round_calls=2000, max_calls=7000, max_load_s=30.0, probe_s=4.0,
                                  refine_steps=2, fractions=(0.5, 0.85, 1.0, 1.15), workers=(1,),
                                  light_rates_cps=(100.0,), timeline_calls=300, timeline_fractions=(0.85,),
