@@ -557,6 +557,22 @@ def _round_rate(x: float) -> float:
     return float(max(step, round(x / step) * step))
 
 
+def _rate_groups(rate: np.ndarray) -> np.ndarray:
+    """Group ids of sorted rates: a rate within :data:`RATE_REL_TOL` of its group's first rate is a
+    replication of it."""
+    gid = np.zeros(len(rate), int)
+    if not len(rate):
+        return gid
+    first = rate[0]
+    for i in range(1, len(rate)):
+        if rate[i] > first * (1 + RATE_REL_TOL):
+            gid[i] = gid[i - 1] + 1
+            first = rate[i]
+        else:
+            gid[i] = gid[i - 1]
+    return gid
+
+
 def growth_bounds(runs: Iterable[tuple[float, bool]]) -> tuple[float | None, float | None]:
     """(confirmed, suspected): what runs whose queue grew through the run (``(rate_cps, grew)``
     per run, drops below 1 %) say about the knee.  A rate whose runs all grew, at least two of
@@ -565,17 +581,11 @@ def growth_bounds(runs: Iterable[tuple[float, bool]]) -> tuple[float | None, flo
     short run looks the same): the knee *may* lie at or below the lowest such rate.  None where
     there is no such rate."""
     pts = sorted((float(r), bool(g)) for r, g in runs if r is not None and math.isfinite(r) and r > 0)
-    groups: list[list[bool]] = []
-    rates: list[float] = []
-    first = None
-    for r, g in pts:
-        if first is None or r > first * (1 + RATE_REL_TOL):
-            groups.append([])
-            rates.append(r)
-            first = r
-        groups[-1].append(g)
-    confirmed = [r for r, gs in zip(rates, groups) if len(gs) >= 2 and all(gs)]
-    suspected = [r for r, gs in zip(rates, groups) if any(gs) and not (len(gs) >= 2 and all(gs))]
+    by_rate: dict[int, tuple[float, list[bool]]] = {}   # group -> (its first rate, grew per run)
+    for (r, g), k in zip(pts, _rate_groups(np.array([r for r, _ in pts]))):
+        by_rate.setdefault(int(k), (r, []))[1].append(g)
+    confirmed = [r for r, gs in by_rate.values() if len(gs) >= 2 and all(gs)]
+    suspected = [r for r, gs in by_rate.values() if any(gs) and not (len(gs) >= 2 and all(gs))]
     return (min(confirmed) if confirmed else None, min(suspected) if suspected else None)
 
 
@@ -625,14 +635,7 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
     # keeps its binomial (Jeffreys) law on all its messages
     deff = np.array([1.0 if p.pdr <= 0 else max(1.0, p.deff) if p.deff is not None and math.isfinite(p.deff)
                      else max(1.0, d_fill) for p in ps])
-    gid = np.zeros(len(ps), int)
-    first = rate[0]
-    for i in range(1, len(ps)):
-        if rate[i] > first * (1 + RATE_REL_TOL):
-            gid[i] = gid[i - 1] + 1
-            first = rate[i]
-        else:
-            gid[i] = gid[i - 1]
+    gid = _rate_groups(rate)
     ng = int(gid.max()) + 1
     members = [np.flatnonzero(gid == g) for g in range(ng)]
     wn = np.where(known, n, 1.0)      # weights within a rate (unknown counts weigh 1)

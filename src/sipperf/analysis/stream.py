@@ -324,8 +324,9 @@ class Engine:
         order = order0 = np.argsort(gh, kind="stable")
         ghs, ts_s = gh[order], o["ts"][order]
         same = ghs[1:] == ghs[:-1]
-        if not self.in_order and (same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (
-                o["frame"][order][1:] < o["frame"][order][:-1])))).any():
+        fr_s = o["frame"][order] if not self.in_order else None
+        if fr_s is not None and (same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (
+                fr_s[1:] < fr_s[:-1])))).any():
             order = np.lexsort((o["seq"], o["frame"], o["ts"], gh))
             ghs = gh[order]
             same = ghs[1:] == ghs[:-1]
