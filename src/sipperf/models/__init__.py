@@ -31,7 +31,8 @@ from sipperf.models.mgck import MGcKResult, effective_capacity, mgck
 from sipperf.models.mgck_sim import SimResult, simulate_mgck
 from sipperf.models.mmck import MMcKResult, MMcResult, erlang_b, erlang_c, mmc, mmck
 from sipperf.models.operational import (
-    busy_at, busy_fraction, interarrival_scv, merge_intervals, service_demand, time_average_count,
+    DemandFit, busy_at, busy_fraction, demand_with_background, interarrival_scv, merge_intervals, service_demand,
+    time_average_count,
 )
 from sipperf.models.overhead import BETA_COEFFS, beta, service_time_c, thesis_drop_probability
 from sipperf.models.scheduler import (
@@ -57,7 +58,8 @@ __all__ = [
     "TrafficLoad", "capacity", "max_rate", "servers_needed", "threads_for_capacity", "traffic_requests_per_s",
     "BirthDeathResult", "birth_death", "slow_server_rates", "work_conserving_rates",
     "implied_ca2", "kingman_bound", "kingman_wait", "lindley_waits",
-    "busy_at", "busy_fraction", "interarrival_scv", "merge_intervals", "service_demand", "time_average_count",
+    "DemandFit", "busy_at", "busy_fraction", "demand_with_background", "interarrival_scv", "merge_intervals",
+    "service_demand", "time_average_count",
     "GammaMix", "CramerLundberg", "mm1_sojourn_sf", "mm1_sojourn_quantile", "mmc_wait_sf", "mmc_wait_quantile",
     "mmc_sojourn_sf", "mmc_sojourn_quantile", "atom_exp_sf", "atom_exp_quantile", "mg1_wait_lst", "mg1_wait_sf",
     "mg1_sojourn_sf", "mg1_quantile", "cramer_lundberg", "kingman_wait_sf", "kingman_wait_quantile",

@@ -7,7 +7,10 @@ Pollaczek–Khinchine add distributional assumptions on top.
 
 * Utilisation law: ``U = λ · E[X]``: busy fraction = throughput × mean service time.
 * Service-demand law, the same read backwards: ``E[X] = U / λ``, the mean service time from a
-  busy-time counter and a message counter, without timing any single message.
+  busy-time counter and a message counter, without timing any single message.  A server that
+  also works when idle (timers, housekeeping) has ``U = U_0 + λ · D``; :func:`demand_with_background`
+  separates the two from runs at several rates, where ``U / λ`` alone would charge ``U_0 / λ``
+  to every completion.
 * Little's law: ``L = λ · E[S]``: time-average number in a system = throughput × mean time in it.
 * PASTA (Poisson arrivals see time averages): a Poisson stream that does not anticipate the
   system finds the server busy with probability U.  :func:`busy_at` tells, for any list of
@@ -20,11 +23,13 @@ inputs raise ``ValueError``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["merge_intervals", "busy_at", "busy_fraction", "time_average_count",
-           "interarrival_scv", "service_demand"]
+           "interarrival_scv", "service_demand", "DemandFit", "demand_with_background"]
 
 _F = NDArray[np.float64]
 
@@ -130,3 +135,42 @@ def service_demand(utilization: ArrayLike, throughput: ArrayLike) -> _F:
         raise ValueError("need utilization >= 0 and throughput > 0")
     u, lam = np.broadcast_arrays(u, lam)
     return u / lam
+
+
+@dataclass(frozen=True)
+class DemandFit:
+    """``U = background + rate · demand`` fitted by least squares, with standard errors."""
+
+    demand: float                  #: busy time per completion (the throughput's reciprocal unit)
+    demand_se: float
+    background: float              #: busy fraction with no load
+    background_se: float
+    n: int                         #: runs in the fit
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Student-t interval of the demand on ``n - 2`` degrees of freedom."""
+        from scipy import stats as sps
+
+        t = float(sps.t.ppf(0.5 + level / 2.0, self.n - 2))
+        return self.demand - t * self.demand_se, self.demand + t * self.demand_se
+
+
+def demand_with_background(utilization: ArrayLike, throughput: ArrayLike) -> DemandFit:
+    """The utilisation law with a load-independent part, ``U = U_0 + λ · D``, fitted by ordinary
+    least squares over runs at different throughputs (at least three; all below saturation, where
+    the law is linear).  ``D`` is the service demand per completion, ``U_0`` what the server is
+    busy with at no load; ``U / λ`` (:func:`service_demand`) equals ``D + U_0 / λ``."""
+    u, lam = np.asarray(utilization, dtype=float), np.asarray(throughput, dtype=float)
+    if u.shape != lam.shape or u.ndim != 1:
+        raise ValueError("utilization and throughput must be 1-d arrays of one length")
+    if np.any(~np.isfinite(u)) or np.any(~np.isfinite(lam)):
+        raise ValueError("utilization and throughput must be finite (no NaN or inf)")
+    if len(u) < 3 or np.ptp(lam) <= 0:
+        raise ValueError("need at least three runs at two or more throughputs")
+    x = np.column_stack([np.ones_like(lam), lam])
+    coef, *_ = np.linalg.lstsq(x, u, rcond=None)
+    resid = u - x @ coef
+    s2 = float(resid @ resid) / (len(u) - 2)
+    cov = s2 * np.linalg.inv(x.T @ x)
+    return DemandFit(float(coef[1]), float(np.sqrt(cov[1, 1])), float(coef[0]), float(np.sqrt(cov[0, 0])),
+                     len(u))
