@@ -6,9 +6,9 @@ in-memory path (:func:`sipperf.ingest.capture.read.read_capture`, :mod:`sipperf.
 :mod:`sipperf.calls`), bit for bit on every test capture (tests/test_stream.py checks it);
 what differs is how they are reached:
 
-1. **Chunked reading.**  The bulk reader yields the packet table in chunks
-   (:func:`sipperf.ingest.capture.fast.iter_packets`); each chunk becomes integer columns
-   (:mod:`.compact`: Call-IDs and branches as 64-bit hashes, strings as codes).  The reading
+1. **Chunked reading.**  The bulk reader cuts the packet table into chunks of integer columns
+   (:func:`sipperf.ingest.capture.fast.iter_compact`, no DataFrame built; :mod:`.compact`:
+   Call-IDs and branches as 64-bit hashes, strings as codes).  The reading
    runs where it is cheapest: in this process, in a helper process that overlaps it with the
    analysis (one large file), or on Dask workers, one file each (a ring buffer,
    :mod:`sipperf.ingest.capture.distributed`).

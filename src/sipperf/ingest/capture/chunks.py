@@ -1,8 +1,8 @@
 """One capture file as a stream of compact chunks: what the streaming analysis and Dask workers read.
 
-:func:`produce` reads a capture with the bulk reader (:func:`sipperf.ingest.capture.fast.iter_packets`)
-and turns each chunk of the packet table into compact integer columns
-(:mod:`sipperf.ingest.capture.compact`).  It holds no pairing state, so it runs anywhere: in
+:func:`produce` reads a capture with the bulk reader, which cuts its rows straight into compact
+integer columns (:func:`sipperf.ingest.capture.fast.iter_compact`, :mod:`sipperf.ingest.capture.compact`;
+no DataFrame is built).  It holds no pairing state, so it runs anywhere: in
 the analysing process, in a helper process that overlaps reading with the analysis
 (:func:`produce_in_helper`, :mod:`sipperf.ingest.capture.chunk_reader`), or on Dask workers,
 one file each (:mod:`sipperf.ingest.capture.distributed`).
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from sipperf.ingest.capture import compact as C
 from sipperf.timeline import IngestError, IngestReport
 
 #: packet-table rows per chunk read
@@ -24,14 +23,12 @@ def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bo
     """Messages describing one capture file, in order: ``("chunk", compact chunk, rows
     without Call-ID)`` for every chunk, then ``("end", report)``.  Picklable, so it runs
     anywhere (this process, a helper process, a Dask worker)."""
-    from sipperf.ingest.capture.fast import iter_packets
+    from sipperf.ingest.capture.fast import iter_compact
 
     rep = IngestReport(source="pcap-bulk", path=str(path))
-    for df in iter_packets(path, rep, chunk_rows=chunk_rows, on_truncated="raise" if strict else "skip",
-                           progress=False):
-        for a in range(0, len(df), chunk_rows):  # the reader's pieces can be larger than asked
-            c, dropped = C.compact_frame(df.iloc[a:a + chunk_rows])
-            yield ("chunk", c, dropped)
+    for c, dropped in iter_compact(path, rep, chunk_rows=chunk_rows, on_truncated="raise" if strict else "skip",
+                                   progress=False):
+        yield ("chunk", c, dropped)  # at most chunk_rows rows each
     yield ("end", rep)
 
 

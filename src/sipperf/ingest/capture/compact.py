@@ -79,24 +79,43 @@ def _arrow_chunks(s: pd.Series):
 
 def hash_strings(s: pd.Series) -> np.ndarray:
     """uint64 hash of every value of a string column (0 for null or empty)."""
+    return hash_arrow(_arrow_chunks(s), len(s))
+
+
+def hash_arrow(chunks, n: int) -> np.ndarray:
+    """uint64 hash of every value of Arrow string or large_string arrays holding ``n`` values
+    in all, in order (0 for null or empty; never 0 otherwise)."""
     import pyarrow as pa
 
-    out = np.empty(len(s), np.uint64)
+    out = np.empty(n, np.uint64)
     pos = 0
-    for ch in _arrow_chunks(s):
-        n = len(ch)
-        if not n:
+    for ch in chunks:
+        k = len(ch)
+        if not k:
             continue
         bufs = ch.buffers()
         odt = np.int64 if ch.type == pa.large_string() else np.int32
-        offsets = np.frombuffer(bufs[1], dtype=odt)[ch.offset:ch.offset + n + 1].astype(np.int64, copy=False)
+        offsets = np.frombuffer(bufs[1], dtype=odt)[ch.offset:ch.offset + k + 1].astype(np.int64, copy=False)
         data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-        h = out[pos:pos + n]
+        h = out[pos:pos + k]
         _hash_offsets(offsets, data, h)
         if ch.null_count:
             h[np.asarray(ch.is_null().to_numpy(zero_copy_only=False), bool)] = 0
-        pos += n
+        pos += k
+    if pos != n:
+        raise ValueError(f"the Arrow chunks hold {pos} values, not {n}")
     return out
+
+
+def arrow_codes(values) -> tuple[np.ndarray, list]:
+    """(int32 codes, distinct values) of an Arrow string (chunked) array, the values in order of
+    first appearance and -1 for null: what :func:`_codes` gives for the same column."""
+    enc = values.dictionary_encode()
+    if not len(enc):
+        return np.zeros(0, np.int32), []
+    enc = enc.combine_chunks() if hasattr(enc, "combine_chunks") else enc
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return codes, [str(u) for u in enc.dictionary.to_pylist()]
 
 
 def _codes(s: pd.Series) -> tuple[np.ndarray, list]:

@@ -3,7 +3,8 @@
 One compiled pass (:func:`.scan.scan`, numba) walks the mapped file record by record and
 writes one row per SIP message straight into column arrays; this module opens the file,
 drives the pass in pieces of at most 65 536 records, turns the columns into DataFrames
-(strings as Arrow arrays, no Python object per row) and keeps the account.  The records are
+(strings as Arrow arrays, no Python object per row; :func:`iter_packets`) or straight into the
+streaming engine's compact chunks (:func:`iter_compact`) and keeps the account.  The records are
 identical to :mod:`sipperf.ingest.capture.pyshark_engine`'s (a test checks it on every fixture); what a
 record goes through is listed in :mod:`.scan`, the SIP rules in :mod:`.sipmsg`.
 
@@ -37,7 +38,7 @@ import struct
 import sys
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -76,7 +77,10 @@ _STR_COLS = {"call_id": ps.S_CALLID, "cseq_method": ps.S_CSEQM, "method": ps.S_M
              "via_branch": ps.S_BRANCH, "from_uri": ps.S_FROMURI, "from_tag": ps.S_FROMTAG,
              "to_uri": ps.S_TOURI, "to_tag": ps.S_TOTAG, "contact_uri": ps.S_CONTACT,
              "corr_id": ps.S_CORR, "ua": ps.S_UA}
+#: the string columns compact chunks are made from (the others are not built on that path)
+_COMPACT_STR = ("call_id", "cseq_method", "method", "via_branch")
 RECORDS_PER_CALL = 65536
+_T = TypeVar("_T")
 
 
 def sniff_format(path: str | os.PathLike, head: bytes) -> str:
@@ -191,17 +195,22 @@ class _State:
             ps.rehash_flows(self.tk, self.tv, tk, tv)
             self.tk, self.tv = tk, tv
 
-    def addr_strings(self):
-        """All interned addresses so far, as an Arrow array (id -> text)."""
-        import pyarrow as pa
+    def addr_names(self) -> list[str]:
+        """All interned addresses so far, as text (id -> text)."""
         n = int(self.st[ps.ST_NADDR])
         for hi, lo, fam in self.alist[len(self.addrs):n].tolist():
             if fam == 4:
                 self.addrs.append(socket.inet_ntop(socket.AF_INET, struct.pack(">I", lo & 0xFFFFFFFF)))
             else:
                 self.addrs.append(socket.inet_ntop(socket.AF_INET6, struct.pack(">qq", hi, lo)))
-        if self._addr_arrow is None or len(self._addr_arrow) != n:
-            self._addr_arrow = pa.array(self.addrs, pa.large_string())
+        return self.addrs
+
+    def addr_strings(self):
+        """All interned addresses so far, as an Arrow array (id -> text)."""
+        import pyarrow as pa
+        names = self.addr_names()
+        if self._addr_arrow is None or len(self._addr_arrow) != len(names):
+            self._addr_arrow = pa.array(names, pa.large_string())
         return self._addr_arrow
 
 
@@ -224,13 +233,16 @@ def _string_piece(n: int, O: np.ndarray, V: np.ndarray, D: np.ndarray, c: int, f
 
 
 class _Builder:
-    """Column pieces of the rows read so far, until a DataFrame is cut from them."""
+    """Column pieces of the rows read so far, until a DataFrame (:meth:`frame`) or compact
+    chunks (:meth:`compact`) are cut from them.  ``strings``: the string columns kept (all
+    of them for a DataFrame, :data:`_COMPACT_STR` for compact chunks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, strings: tuple[str, ...] = tuple(_STR_COLS)) -> None:
         self.ints: dict[str, list[np.ndarray]] = {c: [] for c in (*_INT_COLS, *_NULLABLE)}
         self.ids: dict[str, list[np.ndarray]] = {"src": [], "dst": [], "transport": []}
-        self.strs: dict[str, list] = {c: [] for c in _STR_COLS}
+        self.strs: dict[str, list] = {c: [] for c in strings}
         self.rows = 0
+        self._joined: dict | None = None  # the pieces joined, once compact chunks are cut
 
     def add(self, n: int, I, O, V, D) -> None:
         for c, i in {**_INT_COLS, **_NULLABLE}.items():
@@ -239,8 +251,8 @@ class _Builder:
         self.ids["dst"].append(I[ps.I_DST, :n].copy())
         self.ids["transport"].append(I[ps.I_TRANSPORT, :n].copy())
         fix = I[ps.I_NONASCII, :n]
-        for c, i in _STR_COLS.items():
-            self.strs[c].append(_string_piece(n, O, V, D, i, fix))
+        for c, pieces in self.strs.items():
+            pieces.append(_string_piece(n, O, V, D, _STR_COLS[c], fix))
         self.rows += n
 
     def frame(self, state: _State) -> pd.DataFrame:
@@ -267,6 +279,92 @@ class _Builder:
         for c in _STR_COLS:
             cols[c] = ArrowStringArray(pa.chunked_array(self.strs[c], pa.large_string()))
         return pd.DataFrame({c: cols[c] for c in COLUMNS})
+
+    def compact(self, state: _State, start: int = 0, stop: int | None = None) -> tuple[dict, int]:
+        """(compact chunk, rows dropped for a null or empty Call-ID) of rows ``start:stop``:
+        what ``compact.compact_frame(self.frame(state).iloc[start:stop])`` gives, key for key
+        and value for value, made from the pieces without the DataFrame -- addresses and
+        transports stay integer ids until their few distinct values are named."""
+        import pyarrow as pa
+        from sipperf.ingest.capture import compact as C
+
+        stop = self.rows if stop is None else min(stop, self.rows)
+        if stop <= start:
+            return C.compact_frame(empty_packets())
+        j = self._join(state)
+        n = stop - start
+        strs = {c: j[c].slice(start, n) for c in _COMPACT_STR}
+        call = C.hash_arrow(strs["call_id"].chunks, n)
+        keep = call != 0  # the hash is 0 exactly for a null or empty value
+        dropped = n - int(np.count_nonzero(keep))
+        if dropped:
+            mask = pa.array(keep)
+            strs = {c: v.filter(mask) for c, v in strs.items()}
+            call = call[keep]
+            n -= dropped
+
+        def rows(c: str) -> np.ndarray:
+            v = j[c][start:stop]
+            return v[keep] if dropped else v
+
+        cseq, status = rows("cseq"), rows("status")
+        out: dict = {"n": n, "ts": rows("ts_ns"), "frame": rows("frame"),
+                     "cseq": np.where(cseq < 0, C.NA_INT, cseq), "status": np.where(status < 0, -1, status),
+                     "via_count": rows("via_count"), "size": rows("size"), "call": call,
+                     "branch": C.hash_arrow(strs["via_branch"].chunks, n)}
+        m_codes, m_uniq = C.arrow_codes(strs["method"])
+        cm_codes, cm_uniq = C.arrow_codes(strs["cseq_method"].fill_null(""))
+        out["method"] = m_codes
+        out["cm"] = cm_codes + np.int32(len(m_uniq))
+        out["strings"] = m_uniq + cm_uniq
+        out["src"], out["dst"], out["endpoints"] = _endpoints(
+            j["addr_id"][rows("src")], j["addr_id"][rows("dst")], rows("sport"), rows("dport"), j["addr_names"])
+        t_codes, t_ids = pd.factorize(rows("transport"))
+        out["transport"] = t_codes.astype(np.int32)
+        out["transports"] = [ps.TRANSPORTS[i] for i in t_ids.tolist()]
+        return out, dropped
+
+    def compact_chunks(self, state: _State, chunk_rows: int) -> list[tuple[dict, int]]:
+        """:meth:`compact` of every ``chunk_rows`` rows in turn (none when there is no row)."""
+        return [self.compact(state, a, a + chunk_rows) for a in range(0, self.rows, chunk_rows)]
+
+    def _join(self, state: _State) -> dict:
+        """The pieces as whole columns (integers as numpy, strings as Arrow chunked arrays),
+        plus ``addr_id`` (address id -> id of its text) and ``addr_names`` (text of each)."""
+        import pyarrow as pa
+
+        if self._joined is None:
+            j: dict = {c: np.concatenate(v) for c, v in (*self.ints.items(), *self.ids.items())}
+            for c, v in self.strs.items():
+                j[c] = pa.chunked_array(v, pa.large_string())
+            index: dict[str, int] = {}  # an address text interned twice gets one id
+            j["addr_id"] = np.array([index.setdefault(a, len(index)) for a in state.addr_names()], np.int64)
+            j["addr_names"] = list(index)
+            self._joined = j
+        return self._joined
+
+
+def _endpoints(src_addr: np.ndarray, dst_addr: np.ndarray, sport: np.ndarray, dport: np.ndarray,
+               names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(src codes, dst codes, endpoint list) as :func:`.compact.compact_frame` makes them from
+    'address' columns, here from address ids (into ``names``) and ports, hashing integers only:
+    the addresses are numbered in order of first appearance over src then dst, the endpoints
+    listed by (that number, port)."""
+    from sipperf.ingest.capture import compact as C
+
+    n = len(src_addr)
+    key = np.concatenate([src_addr, dst_addr]) * 65536 + (np.concatenate([sport, dport]) & 0xFFFF)
+    key_codes, keys = pd.factorize(key)  # the (address, port) pairs in order of first appearance
+    # an address first appears with the first pair naming it
+    addr_codes, addr_ids = pd.factorize(keys // 65536)
+    ep = (addr_codes.astype(np.int64) + 1) * 65536 + keys % 65536
+    order = np.argsort(ep)
+    rank = np.empty(len(ep), np.int64)
+    rank[order] = np.arange(len(ep))
+    codes = rank[key_codes]
+    addr_ids = addr_ids.tolist()
+    endpoints = [C._endpoint_text(names[addr_ids[e // 65536 - 1]], e % 65536) for e in ep[order].tolist()]
+    return codes[:n].astype(np.int32), codes[n:].astype(np.int32), endpoints
 
 
 # -------------------------------------------------------------------------- the sources
@@ -390,6 +488,28 @@ def iter_packets(path: str | os.PathLike, report: IngestReport | None = None, *,
     ``on_truncated``: ``"skip"`` (default) counts a cut-off or corrupt last record as skipped
     and keeps every packet before it; ``"raise"`` raises :class:`IngestError` naming the
     packet and byte offset.  The report is complete (and checked) when the iterator ends."""
+    yield from _read(path, report, chunk_rows=chunk_rows, on_truncated=on_truncated, progress=progress,
+                     strings=tuple(_STR_COLS), cut=lambda out, state: out.frame(state))
+
+
+def iter_compact(path: str | os.PathLike, report: IngestReport | None = None, *,
+                 chunk_rows: int = 200_000, on_truncated: str = "skip",
+                 progress: bool | None = None) -> Iterator[tuple[dict, int]]:
+    """Stream the SIP messages of a capture as compact chunks (:mod:`.compact`) of at most
+    ``chunk_rows`` rows, each with the number of rows dropped from it for a null or empty
+    Call-ID: ``compact_frame`` of every ``chunk_rows``-row slice of :func:`iter_packets`'
+    DataFrames, made without building them.  Arguments and report as :func:`iter_packets`."""
+    for chunks in _read(path, report, chunk_rows=chunk_rows, on_truncated=on_truncated, progress=progress,
+                        strings=_COMPACT_STR, cut=lambda out, state: out.compact_chunks(state, chunk_rows)):
+        yield from chunks
+
+
+def _read(path: str | os.PathLike, report: IngestReport | None, *, chunk_rows: int, on_truncated: str,
+          progress: bool | None, strings: tuple[str, ...], cut: Callable[[_Builder, _State], _T]) -> Iterator[_T]:
+    """The reader loop: the compiled pass over the whole capture, its rows collected in a
+    :class:`_Builder` keeping the string columns ``strings``; ``cut(builder, state)`` is
+    yielded whenever the builder holds ``chunk_rows`` rows or more, and once at the end for
+    the rest (possibly no row)."""
     if on_truncated not in ("skip", "raise"):
         raise ValueError(f"on_truncated must be 'skip' or 'raise', not {on_truncated!r}")
     path = Path(path)
@@ -415,7 +535,7 @@ def iter_packets(path: str | os.PathLike, report: IngestReport | None = None, *,
     if progress or (progress is None and fsize > 50_000_000 and sys.stderr.isatty()):
         from tqdm.auto import tqdm
         bar = tqdm(total=fsize, unit="B", unit_scale=True, desc=path.name, leave=False)
-    out = _Builder()
+    out = _Builder(strings)
     import gc
     gc_was = gc.isenabled()
     gc.disable()  # no cyclic garbage is made here; the collector only costs time
@@ -435,11 +555,11 @@ def iter_packets(path: str | os.PathLike, report: IngestReport | None = None, *,
             if bar is not None:
                 bar.update((src.fh.tell() if src.gz else src.base + pos) - bar.n)
             if out.rows >= chunk_rows:
-                frame = out.frame(state)
-                out = _Builder()
+                piece = cut(out, state)
+                out = _Builder(strings)
                 if gc_was:
                     gc.enable()  # the consumer runs with the collector as it had it
-                yield frame
+                yield piece
                 gc.disable()
             if status == ps.DONE:
                 break
@@ -453,7 +573,7 @@ def iter_packets(path: str | os.PathLike, report: IngestReport | None = None, *,
         if bar is not None:
             bar.close()
         src.close()
-    yield out.frame(state)  # the rest (possibly empty: a capture without SIP)
+    yield cut(out, state)  # the rest (possibly empty: a capture without SIP)
 
 
 def _finish(path: Path, src: _Source, state: _State, report: IngestReport, on_truncated: str,
