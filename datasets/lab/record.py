@@ -9,7 +9,8 @@ The long recording (``long/``, see README.md), resumable point by point, on an i
 Options: ``--series workers sched overload`` (a subset), ``--force`` (record on a busy machine
 and flag it instead of refusing), ``--wait-idle S`` (how long to wait for an idle machine before
 refusing, default 300 s), ``--redo RUN_ID`` (record a done point again), ``--reprobe`` (test the
-scheduler knobs again), ``--restore`` (put back any knob an interrupted run left changed, then
+scheduler knobs again), ``--more-searches N`` (N searches of the protocol's own one-worker
+knee beyond the plan's three: it is the base of every set-up comparison), ``--restore`` (put back any knob an interrupted run left changed, then
 stop).  Exit codes: 0 done, 2 cannot run here, 3 refused (machine busy; run the same command
 again later: done points are kept), 130 interrupted.
 
@@ -276,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--estimate", action="store_true", help="print the duration estimate and stop")
     ap.add_argument("--redo", nargs="*", default=[])
     ap.add_argument("--reprobe", action="store_true")
+    ap.add_argument("--more-searches", type=int, default=0,
+                    help="searches of the protocol's own 1-worker knee beyond the plan's (it is the base of every "
+                         "set-up comparison: more where its searches spread widely)")
     ap.add_argument("--restore", action="store_true")
     a = ap.parse_args(argv)
     params = P.PLANS[a.plan]
@@ -438,11 +442,12 @@ def protocol_run(a, params, ds, out: Path, scratch: Path, names: list[str], done
     def knee(c: int, setup: str = "protocol") -> float | None:
         have = ds.knee_replicates(setup, c)
         k = ds.knees(setup)
-        if c in k and len(have) >= params.knee_replicates and not a.reprobe:
+        want = params.knee_replicates + (a.more_searches if (setup, c) == ("protocol", 1) else 0)
+        if c in k and len(have) >= want and not a.reprobe:
             return k[c]
         k1 = ds.knees("protocol").get(1)
         start = params.probe_start_cps if c == 1 or k1 is None else max(50.0, 0.5 * k1)
-        log(f"== knee, set-up {setup}, {c} worker(s): {params.knee_replicates} searches "
+        log(f"== knee, set-up {setup}, {c} worker(s): {want} searches "
             f"({len(have)} done), from {start:g} cps")
 
         def on_probe(row):
@@ -452,7 +457,7 @@ def protocol_run(a, params, ds, out: Path, scratch: Path, names: list[str], done
             ds.add_knee_replicate({"setup": setup, **row})
 
         est, _ = find_knee_replicated(
-            P.probe_config(params, c, setup), replicates=params.knee_replicates, start_cps=start,
+            P.probe_config(params, c, setup), replicates=want, start_cps=start,
             factor=params.probe_factor, refine_steps=params.refine_steps,
             probe_s=P.setup_probe_s(params, setup), max_rate_cps=params.max_rate_cps, scratch=scratch,
             force=a.force, wait_idle_s=a.wait_idle, on_probe=on_probe, on_replicate=on_rep,
