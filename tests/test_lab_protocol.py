@@ -533,6 +533,26 @@ def test_guard_scripts_limit_what_they_say(tmp_path):
         assert r.returncode == 0, r.stderr[-500:]
 
 
+@pytest.mark.parametrize("guard", ["ratelimit", "ratelimit-all", "pike"])
+def test_guard_script_is_what_the_config_runs(guard, tmp_path):
+    """The chapter prints ``guard_script``: every line of it is in the rendered config (tabs
+    shown as four spaces), in the same order, and the script of no guard adds nothing."""
+    from sipperf.lab import kamailio
+
+    text = kamailio.render_config(kamailio.ProxyConfig(guard=guard, guard_cps=120, absorb_early=True),
+                                  tmp_path).expandtabs(4)
+    script = kamailio.guard_script(guard, 120)
+    code = [ln for ln in script.splitlines() if ln.strip() and not ln.startswith("# ")]
+    assert len(code) >= 5
+    at = 0
+    for ln in code:
+        at = text.index(ln + "\n", at) + 1          # found, and after the previous line
+    assert ("rl_check" in script) == guard.startswith("ratelimit")
+    assert ("before the in-dialog routing" in script) == (guard == "ratelimit-all")
+    assert kamailio.guard_script("none", 0).strip() == "# request_route, after the in-dialog routing: " \
+        "initial requests only\n" + kamailio._ABSORB.rstrip("\n").expandtabs(4)
+
+
 def test_protocol_overload_series_compares_three_guards_replicated():
     pp = P.PLANS["protocol"]
     pts = P.overload_points(pp, 1500.0)
@@ -705,3 +725,39 @@ def test_recorded_protocol_knees_follow_from_their_probes(where):
             assert pd.isna(r.knee_cps)
         else:
             assert e.knee_cps == pytest.approx(r.knee_cps, abs=0.01)
+
+
+def test_recorded_protocol_overload_is_its_runs():
+    """The shipped overload series (issue 25, item 3): every planned run recorded once, on an idle
+    machine, under the plan's rate, guard, limit and tracer for the knee it records (so replicate
+    k of a load shared its seed across the guards); overload.csv is what overload_table makes of
+    runs.csv; and the counters say what each guard does (only a limit answers 503, only the
+    all-request limit refuses BYEs)."""
+    from sipperf.lab.store import overload_table
+
+    if not (PROTO / "overload.csv").exists():
+        pytest.skip("the protocol recording holds no overload series")
+    runs = pd.read_csv(PROTO / "runs.csv")
+    o = runs[runs["series"] == "overload"]
+    table_ = pd.read_csv(PROTO / "overload.csv")
+    knees = table_["knee_cps"].unique()
+    assert len(knees) == 1
+    plan = {p.run_id: p for p in P.overload_points(P.PLANS["protocol"], float(knees[0]))}
+    assert sorted(o["run_id"]) == sorted(plan)                    # complete, nothing extra
+    for r in o.itertuples():
+        p = plan[r.run_id]
+        assert (r.rate_cps, r.guard, r.tracer) == (p.cfg.rate_cps, p.cfg.guard, p.cfg.tracer)
+        assert r.guard_cps == pytest.approx(p.cfg.guard_cps) and r.replicate == p.label.get("replicate", 0)
+        assert r.calls_offered == p.min_calls
+    assert not o["machine_busy"].astype(bool).any() and not o["forced"].astype(bool).any()
+    assert (o["successful_calls"] + o["failed_calls"] <= o["calls_offered"]).all()
+    assert (o.loc[o["guard"] == "none", "rejected_503"] == 0).all()
+    assert (o.loc[o["guard"] != "ratelimit-all", "bye_refused_503"] == 0).all()
+    assert (o.loc[o["guard"].isin(["ratelimit", "ratelimit-all"]), "rejected_503"].groupby(
+        o["fraction_of_knee"]).sum().loc[lambda s: s.index >= 1.5] > 0).all()
+    new = overload_table(runs).set_index(["guard", "fraction_of_knee"]).sort_index()
+    old = table_.set_index(["guard", "fraction_of_knee"]).sort_index()
+    assert list(new.index) == list(old.index)
+    for c in ("goodput_cps", "goodput_ci_hw_cps", "rejected_503", "bye_refused_503", "pdr_counters",
+              "calls_offered", "replicates"):
+        assert np.allclose(new[c].to_numpy(float), old[c].to_numpy(float), rtol=1e-5, equal_nan=True), c
