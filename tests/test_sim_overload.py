@@ -184,8 +184,20 @@ def test_long_overload_table_maps_to_run_columns(tmp_path):
     assert r["drop_share"] == pytest.approx(3000 / 303000)
     assert r["amplification"] == pytest.approx(303000 / (6 * 54000))
     assert bool(r["retransmissions"]) and r["retransmissions_uas"] == 300
-    both, _ = read_overload(FIXTURES, p)
+    both, _ = read_overload(FIXTURES, p, tmp_path / "no-protocol.csv")
     assert set(both["source"]) == {"runs", "long"} and len(both) == len(read_overload_runs(FIXTURES)[0]) + 1
     assert read_long_overload(tmp_path / "none.csv")[0].empty
     pd.DataFrame([{"run_id": "x"}]).to_csv(tmp_path / "thin.csv", index=False)
     assert "lacks the columns" in read_long_overload(tmp_path / "thin.csv")[1][0][1]
+    assert np.isnan(r["knee_cps"]) and r["replicates"] == 1     # a zero placeholder is no knee
+    # the protocol recording's table: BYEs refused by an all-request limit are not completed calls
+    prot = dict(row, run_id="overload-ratelimit-all-x1.50", guard="ratelimit-all", bye_refused_503=500,
+                knee_cps=1200, fraction_of_knee=1.5, replicates=3, goodput_ci_hw_cps=12.5)
+    p2 = tmp_path / "protocol.csv"
+    pd.DataFrame([prot]).to_csv(p2, index=False)
+    q = read_long_overload(p2)[0].iloc[0]
+    assert q["completed"] == 50000 - 10000 - 500 and q["knee_cps"] == 1200 and q["fraction_of_knee"] == 1.5
+    assert q["replicates"] == 3 and q["goodput_ci_hw_cps"] == 12.5
+    three, _ = read_overload(FIXTURES, p, p2)
+    assert set(three["source"]) == {"runs", "long", "protocol"}
+    assert len(three) == len(both) + 1

@@ -106,6 +106,20 @@ def _guard_parts(cfg: ProxyConfig) -> dict[str, str]:
                       + _REJECT.format(ra=cfg.retry_after_s, why="Overloaded") + "\t}")}
 
 
+def guard_script(guard: str, guard_cps: float, retry_after_s: int = 5, absorb_early: bool = True) -> str:
+    """The lines of ``kamailio.cfg`` that a guard adds, exactly as :func:`render_config` writes
+    them, each block under a comment saying where in the file it sits (for the book: the script
+    it prints is the one the lab ran).  Empty blocks are left out."""
+    parts = _guard_parts(ProxyConfig(guard=guard, guard_cps=guard_cps, retry_after_s=retry_after_s,
+                                     absorb_early=absorb_early))
+    where = {"GUARD_MODULES": "# modules (after the lab's own loadmodule lines)",
+             "GUARD_PARAMS": "# module parameters",
+             "GUARD_EARLY": "# request_route, before the in-dialog routing: every request",
+             "GUARD": "# request_route, after the in-dialog routing: initial requests only"}
+    blocks = [f"{where[k]}\n{parts[k].rstrip(chr(10))}" for k in where if parts[k].strip()]
+    return "\n\n".join(blocks).expandtabs(4)
+
+
 def render_config(cfg: ProxyConfig, run_dir: Path) -> str:
     text = TEMPLATE.read_text()
     subs = {

@@ -30,6 +30,9 @@ import pandas as pd
 LAB_RUNS = Path(__file__).resolve().parents[4] / "datasets" / "lab" / "runs"
 #: the long recording's overload table (``datasets/lab/record.py --plan full``, sipperf.lab.store)
 LAB_LONG_OVERLOAD = LAB_RUNS.parent / "long" / "overload.csv"
+#: the protocol recording's (``record.py --plan protocol --series overload``): replicated points
+#: from 0.5 to 3 x the knee, one row per guard and load (sipperf.lab.store.overload_table)
+LAB_PROTOCOL_OVERLOAD = LAB_RUNS.parent / "protocol" / "overload.csv"
 _COUNT = re.compile(r"^(\d+)_(\d{3}|[A-Z]+)_(Recv|Sent)$")
 
 
@@ -94,6 +97,15 @@ def summarise_run(run_dir: str | Path) -> dict:
     }
 
 
+def _pos(v) -> float:
+    """A positive finite number, else NaN (a table without the column, or a zero placeholder)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f if math.isfinite(f) and f > 0 else math.nan
+
+
 def read_overload_runs(root: str | Path = LAB_RUNS, pattern: str = "overload-*"
                        ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """Every run directory under ``root`` matching ``pattern``: (one row per usable run, sorted by
@@ -118,7 +130,10 @@ def read_long_overload(csv: str | Path = LAB_LONG_OVERLOAD) -> tuple[pd.DataFram
     :data:`sipperf.lab.store.OVERLOAD_COLUMNS`) in the columns of :func:`summarise_run`, so the
     chapter shows both kinds side by side: ([rows], [(run, why it was left out)]).  That plan
     always runs SIPp with its retransmissions on; SIPp counts a call its scenario ended after a
-    503 as successful, so the completed calls are ``successful_calls - rejected_503``.  A missing
+    503 as successful, so the completed calls are ``successful_calls - rejected_503`` (minus
+    ``bye_refused_503``, the BYEs an all-request limit refused, where the table has them).  The
+    protocol recording's table reads the same way, with its ``knee_cps``, ``fraction_of_knee``,
+    ``replicates`` and ``goodput_ci_hw_cps`` kept (NaN where a table lacks them).  A missing
     file is no rows."""
     csv = Path(csv)
     if not csv.is_file():
@@ -135,7 +150,9 @@ def read_long_overload(csv: str | Path = LAB_LONG_OVERLOAD) -> tuple[pd.DataFram
         if not (pd.notna(calls) and calls >= 1 and pd.notna(rate) and rate > 0):
             problems.append((str(r["run_id"]), f"rate_cps={rate} calls_offered={calls} make no run"))
             continue
-        completed = float(r["successful_calls"]) - float(r["rejected_503"])
+        bye = r.get("bye_refused_503")
+        completed = (float(r["successful_calls"]) - float(r["rejected_503"])
+                     - (float(bye) if pd.notna(bye) else 0.0))
         read, drops = float(r["proxy_read"]), float(r["proxy_socket_drops"])
         seen = read + drops
         rows.append({
@@ -155,6 +172,10 @@ def read_long_overload(csv: str | Path = LAB_LONG_OVERLOAD) -> tuple[pd.DataFram
             "load_seconds": float(r["offered_seconds"]) if pd.notna(r.get("offered_seconds")) else math.nan,
             "machine_busy": bool(r["machine_busy"]) if pd.notna(r.get("machine_busy")) else None,
             "start_utc": r.get("start_utc"),
+            "knee_cps": _pos(r.get("knee_cps")), "fraction_of_knee": _pos(r.get("fraction_of_knee")),
+            "replicates": int(r["replicates"]) if pd.notna(r.get("replicates")) else 1,
+            "goodput_ci_hw_cps": float(r["goodput_ci_hw_cps"]) if pd.notna(r.get("goodput_ci_hw_cps")) else math.nan,
+            "generator_bound": bool(r["generator_bound"]) if pd.notna(r.get("generator_bound")) else None,
         })
     df = pd.DataFrame(rows)
     if len(df):
@@ -162,14 +183,17 @@ def read_long_overload(csv: str | Path = LAB_LONG_OVERLOAD) -> tuple[pd.DataFram
     return df, problems
 
 
-def read_overload(root: str | Path = LAB_RUNS, long_csv: str | Path = LAB_LONG_OVERLOAD
+def read_overload(root: str | Path = LAB_RUNS, long_csv: str | Path = LAB_LONG_OVERLOAD,
+                  protocol_csv: str | Path = LAB_PROTOCOL_OVERLOAD
                   ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """Every overload run the lab has: the run directories under ``root`` and the long
-    recording's table, one frame, with a column ``source`` (``runs`` or ``long``)."""
+    """Every overload run the lab has: the run directories under ``root``, the long recording's
+    table and the protocol recording's, one frame, with a column ``source`` (``runs``, ``long``
+    or ``protocol``)."""
     a, pa = read_overload_runs(root)
     b, pb = read_long_overload(long_csv)
-    parts = [f.assign(source=s) for f, s in ((a, "runs"), (b, "long")) if len(f)]
+    c, pc = read_long_overload(protocol_csv)
+    parts = [f.assign(source=s) for f, s in ((a, "runs"), (b, "long"), (c, "protocol")) if len(f)]
     df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if len(df):
         df = df.sort_values(["guard", "retransmissions", "offered_cps"]).reset_index(drop=True)
-    return df, pa + pb
+    return df, pa + pb + pc
