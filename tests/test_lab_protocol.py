@@ -200,11 +200,37 @@ def test_a_busy_machine_alone_does_not_make_the_generator_bound():
     ({"generator_cpu": {"window_s": 10.0, "per_process": [{"user_s": 8.0, "system_s": 1.5}]}}, "one SIPp"),
     ({"generator_sockets": {"uac": {"drops": 100}, "uas": {"drops": 0}}}, "dropped"),
     ({"sipp_stats": {"WatchdogMinor(C)": 5, "WatchdogMajor(C)": 0}}, "late"),
-    ({"invite_lateness": {"p99_ms": 45.0}}, "INVITEs"),
+    ({"invite_lateness": {"p99_ms": 45.0, "burst_p99_ms": 25.0, "rate_shortfall": 0.001}}, "bursts"),
+    ({"invite_lateness": {"p99_ms": 45.0, "burst_p99_ms": 2.0, "rate_shortfall": 0.03}}, "below"),
 ])
 def test_each_criterion_flags_the_generator(change, word):
     v = protocol.generator_verdict(_meta(**change))
     assert v["bound"] is True and any(word in w for w in v["why"])
+
+
+def test_a_smooth_lateness_alone_does_not_flag_the_generator():
+    """SIPp's pauses drift late smoothly (a slightly slower Poisson stream): a p99 far above
+    the burst limit is information, not a verdict, while the stream keeps within 2 % of its rate."""
+    v = protocol.generator_verdict(_meta(invite_lateness={"p99_ms": 45.0, "burst_p99_ms": 3.0,
+                                                          "rate_shortfall": 0.008}))
+    assert v["bound"] is False and v["invite_late_p99_ms"] == 45.0 and v["rate_shortfall"] == 0.008
+    old = protocol.generator_verdict(_meta(invite_lateness={"p99_ms": 45.0}))   # before the split
+    assert old["bound"] is False and any("trend" in u for u in old["unknown"])
+
+
+@pytest.mark.parametrize("trips, seconds, bound", [
+    (1, 8.0, False),     # one trip in a short probe: 0.8 expected at the limit's rate
+    (2, 8.0, False),     # P(N >= 2 | 0.8) = 0.19
+    (3, 8.0, True),      # P(N >= 3 | 0.8) = 0.047
+    (6, 30.0, False),    # P(N >= 6 | 3) = 0.084
+    (7, 30.0, True),     # P(N >= 7 | 3) = 0.034
+])
+def test_watchdog_trips_need_a_count_the_limit_rate_does_not_explain(trips, seconds, bound):
+    m = _meta(load_seconds=seconds, generator_cpu={"window_s": seconds, "cpu_s": 1.0},
+              sipp_stats={"WatchdogMinor(C)": trips, "WatchdogMajor(C)": 0})
+    v = protocol.generator_verdict(m)
+    assert v["bound"] is bound
+    assert v["late_trips_p"] == pytest.approx(protocol.late_trips_p_value(trips, seconds), abs=1e-6)
 
 
 def test_missing_data_is_listed_not_passed():
@@ -220,6 +246,25 @@ def test_invite_lateness_against_the_plan():
     r = protocol.invite_lateness_ms(wire, plan)
     assert r["median_ms"] == pytest.approx(0.0, abs=1e-3) and r["max_ms"] == pytest.approx(30.0, abs=1e-3)
     assert r["late_share"] == pytest.approx(0.01)
+    # the last 1 % are a burst around a flat trend: the whole 30 ms in the burst's max
+    assert r["trend_rise_ms"] == pytest.approx(0.0, abs=1e-6) and r["burst_max_ms"] == pytest.approx(30.0)
+
+
+def test_invite_lateness_splits_a_drift_from_a_burst():
+    """A stream whose pauses drift 8 ms per second (0.8 % slow) plus one 60-ms stall: the trend
+    carries the drift (rate shortfall 0.8 %), the burst the stall, each found from the wire times."""
+    rng = np.random.default_rng(3)
+    plan = np.cumsum(rng.exponential(1000 / 2300, size=23000))           # ms, 10 s at 2,300 calls/s
+    drift = 0.008 * plan
+    stall = np.where((plan > 5000) & (plan < 5060), 5060 - plan, 0.0)    # sent when the stall ends
+    jitter = rng.uniform(0, 1, size=plan.size)                          # SIPp's 1-ms timer
+    wire = (plan + drift + stall + jitter) * 1e6 + 1.7e18
+    r = protocol.invite_lateness_ms(wire, plan)
+    assert r["p99_ms"] > 70                                              # the old rule's number
+    assert r["rate_shortfall"] == pytest.approx(0.008 / 1.008, rel=0.05)
+    assert r["burst_max_ms"] == pytest.approx(60, abs=3)                 # the stall, not the drift
+    assert r["burst_p99_ms"] < 3                                         # 0.6 % of calls in the stall
+    assert r["trend_windows"] == int((plan.max() - plan.min()) // 500) + 1
 
 
 def test_check_placement():

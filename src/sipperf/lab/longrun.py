@@ -255,6 +255,8 @@ def _round_summary(meta: dict, win: dict | None, tl_rows: int | None) -> dict:
         "generator_late_trips": max(gen.get("late_trips_uac") or 0, gen.get("late_trips_uas") or 0)
         if "late_trips_uac" in gen else None,
         "invite_late_p99_ms": gen.get("invite_late_p99_ms"),
+        "invite_burst_p99_ms": gen.get("invite_burst_p99_ms"),
+        "rate_shortfall": gen.get("rate_shortfall"),
         "dead_call_msgs": st.get("DeadCallMsgs(C)"),
         "generator_bound": gen.get("bound"), "generator_bound_why": "; ".join(gen.get("why") or []) or None,
     }
@@ -490,6 +492,11 @@ def summarize_point(spec: PointSpec, pool: Pool, rounds: list[dict], stop_reason
     return row
 
 
+def _max_or_nan(rounds: list[dict], key: str) -> float:
+    """The largest of the rounds' ``key`` (the worst round), NaN when none has it."""
+    return max([r[key] for r in rounds if r.get(key) is not None], default=float("nan"))
+
+
 def _sum_or_nan(rounds: list[dict], key: str) -> float:
     v = [r.get(key) for r in rounds if r.get(key) is not None]
     return float(sum(v)) if v and len(v) == len(rounds) else float("nan")
@@ -523,8 +530,9 @@ def protocol_columns(cfg, rounds: list[dict], offered: int) -> dict:
         "observer_cpu_s": _sum_or_nan(rounds, "observer_cpu_s"),
         "generator_socket_drops": _sum_or_nan(rounds, "generator_socket_drops"),
         "generator_late_trips": _sum_or_nan(rounds, "generator_late_trips"),
-        "invite_late_p99_ms": max([r["invite_late_p99_ms"] for r in rounds
-                                   if r.get("invite_late_p99_ms") is not None], default=float("nan")),
+        "invite_late_p99_ms": _max_or_nan(rounds, "invite_late_p99_ms"),
+        "invite_burst_p99_ms": _max_or_nan(rounds, "invite_burst_p99_ms"),
+        "rate_shortfall": _max_or_nan(rounds, "rate_shortfall"),
         "dead_call_msgs": _sum_or_nan(rounds, "dead_call_msgs"),
         "generator_bound": bool(bound),
         "generator_bound_rounds": len(bound),
