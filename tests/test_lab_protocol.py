@@ -806,3 +806,23 @@ def test_recorded_protocol_overload_is_its_runs():
     for c in ("goodput_cps", "goodput_ci_hw_cps", "rejected_503", "bye_refused_503", "pdr_counters",
               "calls_offered", "replicates"):
         assert np.allclose(new[c].to_numpy(float), old[c].to_numpy(float), rtol=1e-5, equal_nan=True), c
+
+
+def test_summary_probes_read_the_protocol_setup_and_skip_flagged_probes(tmp_path):
+    """A protocol recording's probes.csv holds every set-up's searches: only the protocol's own
+    reach `sipperf fit`, and a generator-bound or busy-machine probe never does."""
+    from sipperf.report.runs import summary_probes
+
+    rows = [dict(setup="protocol", workers=1, rate_cps=1000, proxy_read=6000, proxy_socket_drops=0,
+                 generator_bound=False, machine_busy=False),
+            dict(setup="protocol", workers=1, rate_cps=3000, proxy_read=17000, proxy_socket_drops=900,
+                 generator_bound=True, machine_busy=False),
+            dict(setup="protocol", workers=1, rate_cps=2000, proxy_read=12000, proxy_socket_drops=10,
+                 generator_bound=False, machine_busy=True),
+            dict(setup="shared", workers=1, rate_cps=1500, proxy_read=9000, proxy_socket_drops=200,
+                 generator_bound=False, machine_busy=False)]
+    pd.DataFrame(rows).to_csv(tmp_path / "probes.csv", index=False)
+    got = summary_probes(tmp_path)
+    assert [q.rate_cps for q in got] == [1000]
+    pd.DataFrame(rows).drop(columns=["setup", "generator_bound"]).to_csv(tmp_path / "probes.csv", index=False)
+    assert sorted(q.rate_cps for q in summary_probes(tmp_path)) == [1000, 1500, 3000]   # older recordings

@@ -829,7 +829,8 @@ def point_probes(root, row, threads: int | None) -> list:
             d, rr = float(rd.get("proxy_socket_drops")), float(rd.get("proxy_read"))
         except (TypeError, ValueError):
             continue
-        if not (math.isfinite(d) and math.isfinite(rr)) or d + rr <= 0 or rd.get("busy_during_run"):
+        if not (math.isfinite(d) and math.isfinite(rr)) or d + rr <= 0 or rd.get("busy_during_run") \
+                or rd.get("generator_bound"):       # the protocol: a flagged run is never a knee probe
             continue
         out.append(KneeProbe(f"{rid} round {k}", rate, d / (d + rr), d + rr, threads or 1, True, deff,
                              "round (socket counters)"))
@@ -839,7 +840,9 @@ def point_probes(root, row, threads: int | None) -> list:
 def summary_probes(root) -> list:
     """The knee search's probes of a stored recording (``probes.csv``: workers, rate, datagrams
     read and dropped by the proxy's socket) as :class:`sipperf.fit.KneeProbe`; probes taken while
-    the machine was busy are left out.  [] when the file is absent."""
+    the machine was busy or flagged generator-bound are left out, and in a protocol recording
+    (a ``setup`` column) only the ``protocol`` set-up's probes are read (the others measure what
+    a set-up does to the knee).  [] when the file is absent."""
     from sipperf.fit import KneeProbe
 
     f = Path(root) / "probes.csv"
@@ -851,7 +854,9 @@ def summary_probes(root) -> list:
         raise ValueError(f"probes.csv lacks the column(s) {', '.join(c for c in need if c not in pr.columns)}")
     out = []
     for i, r in pr.iterrows():
-        if bool(r.get("machine_busy", False)) is True:
+        if bool(r.get("machine_busy", False)) is True or bool(r.get("generator_bound", False)) is True:
+            continue
+        if "setup" in pr.columns and r["setup"] != "protocol":
             continue
         n = float(r["proxy_read"]) + float(r["proxy_socket_drops"])
         if n > 0 and math.isfinite(n):
