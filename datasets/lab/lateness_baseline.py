@@ -30,21 +30,20 @@ import numpy as np
 import pandas as pd
 
 from sipperf.lab import plan as P
-from sipperf.lab import protocol, sipp
-from sipperf.lab.longrun import invite_lateness
+from sipperf.lab import protocol
+from sipperf.lab.longrun import invite_lateness, invite_wire_and_plan
 from sipperf.lab.run import run_lab
 
 HERE = Path(__file__).resolve().parent
 
 
-def _trend(tl: pd.DataFrame, cfg) -> tuple[np.ndarray, np.ndarray] | None:
-    """The trend's knots of one run (the same join as :func:`invite_lateness`)."""
-    inv = tl[(tl["msg_type"] == "INVITE") & (tl["origin"] == "relayed")]
-    first = inv.groupby("call_id")["t_wire_in"].min().dropna()
-    k = pd.to_numeric(first.index.to_series().str.split("-").str[0], errors="coerce")
-    ok = (k.notna() & (k >= 1) & (k <= cfg.calls)).to_numpy()
-    plan = sipp.poisson_offsets_ms(cfg.rate_cps, cfg.calls, cfg.seed)[k.to_numpy()[ok].astype(int) - 1]
-    late = first.to_numpy(dtype="float64")[ok] / 1e6 - plan
+def _trend(tl: pd.DataFrame, meta: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """The trend's knots of one run (the recorder's own join, :func:`invite_wire_and_plan`)."""
+    got = invite_wire_and_plan(tl, meta)
+    if got is None:
+        return None
+    wire_ns, plan = got
+    late = wire_ns / 1e6 - plan
     return protocol.lateness_trend_knots(plan, late - late.min())
 
 
@@ -87,7 +86,7 @@ def main(argv=None) -> int:
                    "generator_bound": v["bound"], "generator_bound_why": "; ".join(v["why"]) or None,
                    "load_1min": float(Path("/proc/loadavg").read_text().split()[0])}
             rows.append(row)
-            tk = _trend(tl, cfg)
+            tk = _trend(tl, meta)
             if tk is not None:
                 knots += [{"run": rd.name, "rate_cps": rate, "plan_ms": round(float(x), 1),
                            "trend_ms": round(float(y), 3)} for x, y in zip(*tk)]

@@ -179,30 +179,38 @@ def component_rows(run_id: str, pool: Pool) -> tuple[list[dict], list[dict]]:
     return stat_rows, hist_rows
 
 
-def invite_lateness(tl: pd.DataFrame, meta: dict) -> dict:
-    """How late each call's first INVITE reached the wire against the arrival plan
-    (:func:`sipperf.lab.protocol.invite_lateness_ms`); {} when the plan is unknown."""
+def invite_wire_and_plan(tl: pd.DataFrame, meta: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each call's first INVITE on the wire (ns) and its planned offset (ms), matched by the
+    call number in the Call-ID; None when the plan or the INVITEs are unknown."""
     cfg = meta.get("config") or {}
     try:
         rate, calls, seed = float(cfg["rate_cps"]), int(cfg["calls"]), int(cfg["seed"])
     except (KeyError, TypeError, ValueError):
-        return {}
+        return None
     if "t_wire_in" not in tl or "call_id" not in tl:
-        return {}
+        return None
     inv = tl[(tl["msg_type"] == "INVITE") & (tl["origin"] == "relayed")]
     if inv.empty:
-        return {}
+        return None
     first = inv.groupby("call_id")["t_wire_in"].min().dropna()
     k = pd.to_numeric(first.index.to_series().str.split("-").str[0], errors="coerce")
     ok = k.notna().to_numpy() & (k.fillna(0).to_numpy() >= 1) & (k.fillna(0).to_numpy() <= calls)
     if not ok.any():
-        return {}
+        return None
     kk = k.to_numpy()[ok].astype(int) - 1
     if cfg.get("arrivals") == "poisson":
         plan = sipp.poisson_offsets_ms(rate, calls, seed)
     else:
         plan = np.arange(calls) * 1000.0 / rate
-    return protocol.invite_lateness_ms(first.to_numpy(dtype="float64")[ok], plan[kk])
+    return first.to_numpy(dtype="float64")[ok], plan[kk]
+
+
+def invite_lateness(tl: pd.DataFrame, meta: dict) -> dict:
+    """How late each call's first INVITE reached the wire against the arrival plan
+    (:func:`invite_wire_and_plan`, :func:`sipperf.lab.protocol.invite_lateness_ms`); {} when the
+    plan is unknown."""
+    got = invite_wire_and_plan(tl, meta)
+    return protocol.invite_lateness_ms(*got) if got is not None else {}
 
 
 def _cpu(meta: dict, key: str, field: str = "cpu_s"):
