@@ -164,6 +164,27 @@ def test_tracer_pairs_from_a_points_table():
     assert r["diff"] == 50.0 and r["high"] - r["diff"] == pytest.approx(5.0) and r["shown"]
 
 
+
+def test_treatment_effects_compare_each_tuning_with_the_default_of_its_condition():
+    pts = pd.DataFrame({
+        "run_id": ["dq", "dq-off", "fq", "dl", "fl", "bl"], "series": "sched", "rate_cps": 2300,
+        "treatment": ["default", "default", "fifo", "default", "fifo", "batch"],
+        "tracer": ["map", "none", "map", "map", "map", "map"], "background_hogs": [0, 0, 0, 2, 2, 2],
+        "sojourn_mean_us": [2000.0, 1500.0, 1990.0, 30000.0, 2100.0, 29000.0],
+        "sojourn_ci_hw_us": [30.0, 20.0, 40.0, 3000.0, 50.0, 4000.0],
+        "pdr": [0.0, 0.0, 0.0, 0.12, 0.0, 0.14], "pdr_ci_hw": [0.0, 0.0, 0.0, 0.01, 0.0, 0.01],
+        "generator_bound": [False, False, False, False, False, True]})
+    t = pairs.treatment_effects(pts).set_index(["condition", "treatment"])
+    assert set(t.index) == {("quiet", "default"), ("quiet", "fifo"), ("load", "default"), ("load", "fifo")}
+    q = t.loc[("quiet", "fifo")]             # -10 +- hypot(30, 40) = 50: not shown
+    assert q["sojourn_diff"] == -10.0 and q["sojourn_high"] == pytest.approx(40.0) and not q["sojourn_shown"]
+    f = t.loc[("load", "fifo")]               # compared with the default *under load*, not the quiet one
+    assert f["sojourn_diff"] == -27900.0 and f["sojourn_shown"]
+    assert f["drops_diff"] == pytest.approx(-12.0) and f["drops_shown"]
+    assert not t.loc[("load", "default"), "sojourn_shown"]
+    assert pairs.treatment_effects(pts[pts["treatment"] != "default"]).empty   # no baseline, no rows
+
+
 # ---- the generator's verdict ------------------------------------------------------------------
 
 def _meta(**kw):

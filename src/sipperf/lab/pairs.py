@@ -8,6 +8,9 @@
   ``sqrt(hw_a^2 + hw_b^2)`` (independent runs, normal approximation).
 * :func:`tracer_pairs` and :func:`netns_pairs` -- the same read off a recording's ``runs.csv``
   (:func:`sipperf.ingest.lab_runs.dataset.load_points`).
+* :func:`treatment_effects` -- the ``sched`` series: every scheduler tuning against the default,
+  quiet and under competing load, on the mean sojourn and on the drop rate
+  (:func:`ci_difference` on each).
 """
 from __future__ import annotations
 
@@ -84,3 +87,42 @@ def netns_pairs(points: pd.DataFrame, values=("sojourn_mean_us", "wire_mean_us",
         if (v, "netns") in w and (v, "loopback") in w:
             out[v] = paired_difference(w[(v, "netns")], w[(v, "loopback")], level)
     return out
+
+
+def treatment_effects(points: pd.DataFrame, baseline: str = "default", tracer: str = "map") -> pd.DataFrame:
+    """The ``sched`` series as differences from ``baseline``: one row per (condition, treatment)
+    with condition ``quiet`` (no competing load) or ``load`` (``background_hogs`` > 0), the mean
+    sojourn and drop rate (in %) with their 95 % half-widths, and each one's difference from the
+    baseline of the same condition (:func:`ci_difference`; ``*_shown`` says whether the interval
+    excludes zero).  Only points with the tracer ``tracer`` (the series' own setting; the tracer-off
+    twin is :func:`tracer_pairs`' business) and not generator-bound enter; a condition without its
+    baseline gives no rows."""
+    need = {"series", "treatment", "background_hogs", "sojourn_mean_us", "sojourn_ci_hw_us", "pdr"}
+    if points.empty or not need <= set(points.columns):
+        return pd.DataFrame()
+    d = points[(points["series"] == "sched") & points["treatment"].notna()].copy()
+    if "tracer" in d:
+        d = d[d["tracer"] == tracer]
+    if "generator_bound" in d:
+        d = d[~d["generator_bound"].fillna(False).astype(bool)]
+    d["condition"] = np.where(d["background_hogs"].fillna(0) > 0, "load", "quiet")
+    d["drops_pct"] = 100 * d["pdr"]
+    d["drops_ci_hw_pct"] = 100 * d["pdr_ci_hw"] if "pdr_ci_hw" in d else np.nan
+    rows = []
+    for cond, g in d.groupby("condition", sort=False):
+        g = g.set_index("treatment")
+        if baseline not in g.index:
+            continue
+        b = g.loc[baseline]
+        for name, r in g.iterrows():
+            row = {"condition": cond, "treatment": name, "treatment_what": r.get("treatment_what"),
+                   "rate_cps": r.get("rate_cps"), "stop_reason": r.get("stop_reason"),
+                   "calls": r.get("calls_offered")}
+            for v, hw in (("sojourn_mean_us", "sojourn_ci_hw_us"), ("drops_pct", "drops_ci_hw_pct")):
+                row[v], row[hw] = float(r[v]), float(r[hw])
+                c = ci_difference(float(r[v]), float(r[hw]), float(b[v]), float(b[hw]))
+                key = "sojourn" if v.startswith("sojourn") else "drops"
+                row.update({f"{key}_diff": c["diff"], f"{key}_low": c["low"], f"{key}_high": c["high"],
+                            f"{key}_shown": c["shown"] if name != baseline else False})
+            rows.append(row)
+    return pd.DataFrame(rows)
