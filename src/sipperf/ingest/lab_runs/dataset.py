@@ -5,8 +5,9 @@ A run is stored as ``runs/<run_id>/timeline.parquet`` (the joined timeline of
 timestamp, delta-encoded, zstd; ``t0_ns`` in the Parquet metadata) plus its ``meta.json``.
 :func:`load_run` restores the absolute epoch-ns timeline; no root, kamailio or tshark needed.
 
-The long recordings (``datasets/lab/long/``, written by ``datasets/lab/record.py --plan full``)
-keep summaries for every point and a timeline for only a few:
+The recordings made point by point (``datasets/lab/protocol/``, ``--plan protocol``, and the earlier
+``datasets/lab/long/``, ``--plan full``; both by ``datasets/lab/record.py``) keep summaries for
+every point and a timeline for only a few:
 
 * ``runs.csv`` -- one row per point (:func:`load_points`);
 * ``components.csv`` -- per point, message type (``ALL`` and each) and component: n, mean and
@@ -141,13 +142,13 @@ def hist_counts(values_ns) -> np.ndarray:
 
 
 def load_points(root: str | Path) -> pd.DataFrame:
-    """``long/runs.csv``: one row per recorded point (series, workers, rate, tuning, guard, calls,
+    """``runs.csv`` of a recording (``protocol/``, ``long/``): one row per recorded point (series, workers, rate, tuning, guard, calls,
     stop reason, sojourn mean and CI, pdr and CI, goodput, retransmissions, load flags, ...)."""
     return pd.read_csv(Path(root) / "runs.csv")
 
 
 def load_components(root: str | Path) -> pd.DataFrame:
-    """``long/components.csv``: per point, message type and component: n, mean_us, ci_hw_us,
+    """``components.csv`` of a recording: per point, message type and component: n, mean_us, ci_hw_us,
     p50_us, p90_us, p99_us, max_us.  Empty (those columns) while only counter-only points
     (overload) are recorded."""
     try:
@@ -158,7 +159,7 @@ def load_components(root: str | Path) -> pd.DataFrame:
 
 
 def load_histograms(root: str | Path, run_id: str | None = None) -> pd.DataFrame:
-    """``long/histograms.parquet`` (optionally one point) with the bin edges added as
+    """``histograms.parquet`` of a recording (optionally one point) with the bin edges added as
     ``lo_us``/``hi_us`` (NaN for the open under/overflow bins)."""
     d = pd.read_parquet(Path(root) / "histograms.parquet")
     if run_id is not None:
