@@ -142,8 +142,9 @@ def hist_counts(values_ns) -> np.ndarray:
 
 
 def load_points(root: str | Path) -> pd.DataFrame:
-    """``runs.csv`` of a recording (``protocol/``, ``long/``): one row per recorded point (series, workers, rate, tuning, guard, calls,
-    stop reason, sojourn mean and CI, pdr and CI, goodput, retransmissions, load flags, ...)."""
+    """``runs.csv`` of a recording (``protocol/``, ``long/``): one row per recorded point (series,
+    workers, rate, tuning, guard, calls, stop reason, sojourn mean and CI, pdr and CI, goodput,
+    retransmissions, load flags, ...)."""
     return pd.read_csv(Path(root) / "runs.csv")
 
 
