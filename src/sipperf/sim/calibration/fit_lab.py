@@ -1,10 +1,17 @@
 """Fit the kernel-path model to the lab's own recordings (issue 6 item 4, last sentence).
 
 ``python -m sipperf.sim.calibration.fit_lab`` writes ``datasets/precomputed/sim_lab_fit.csv`` (one row per
-run of the lab's 1-worker rate sweep) and ``sim_lab_fit.provenance.md`` beside it.
+point of the lab's 1-worker rate sweep) and ``sim_lab_fit.provenance.md`` beside it.
+
+The recording is the protocol one (``--lab``, default ``datasets/lab/protocol``; :func:`lab_sweep`):
+its ``runs.csv`` names the points, ``runs/<run_id>/timeline.parquet`` keeps every message of
+1,500 consecutive calls of each 1-worker point, the first whose INVITE arrived after the point's
+warm-up (the point itself ran >= 20,000 calls).  The model is compared with that kept window --
+it runs on the window's own arrivals -- and the whole point's drop rate and sojourn from
+``runs.csv`` are copied beside it as context (``point_*``), not as the target.
 
 1. **Service inputs from measured data** (:func:`estimate_components`, :func:`service_from_lab`):
-   from the light-load runs :data:`LIGHT_RUNS` (25 and 50 calls/s), per message type, the
+   from the light-load points :data:`LIGHT_RUNS` (25 and 50 calls/s), per message type, the
    components of eq. (3.1)-(3.3) of seed 000 on the relayed, not dropped messages::
 
        k_stack  = t_stack - t_arr                  -> ServiceParams.k_stack_us   (mean)
@@ -17,15 +24,17 @@ run of the lab's 1-worker rate sweep) and ``sim_lab_fit.provenance.md`` beside i
 
    ``ks_base`` (K^{s,base}_sockq, the socket-queue time without queueing) is taken from the
    messages that found the worker asleep (``sockq_src == "switch_in"``: ``t_sockq`` is the
-   wake-up), as a *median*: the mean of that wake-up latency has a long tail (waits for a CPU
-   held by other processes, e.g. SIPp or the tracer on this two-CPU machine), which the model
-   does not contain.  K_copy itself is not observable on this kernel; the lab bounds it by
+   wake-up), as a *median*: the mean of that wake-up latency has a long tail (waits for the
+   CPU, e.g. behind Kamailio's own timer processes, which share CPU 0 with the worker under the
+   protocol), which the model does not contain.  K_copy itself is not observable on this kernel; the lab bounds it by
    ``0 <= K_copy <= recv_copied - t_sockq`` (reported as ``k_copy_max``).  The model's K_copy
    segment spans ``t_sockq .. t_sip_in`` (the rest of the recvfrom call included), so that is
    what the model is given.  The unit-mean service multiplier's CV is the SD of
-   ``x / mean_type(x)`` with ``x = k_copy + t_sip + k_snd``.  alpha = 1: on loopback there is
-   no NIC interrupt path (the softirq runs in the sender's context), so K^s_sockq is the
-   measured light-load value at every rate.  T_sip growth with live calls: 0 (not identifiable
+   ``x / mean_type(x)`` with ``x = k_copy + t_sip + k_snd``.  alpha (the share of messages
+   that pay K^s_sockq in their service): on loopback there is no NIC interrupt path (the softirq
+   runs in the sender's context), and K^s_sockq is the worker's wake-up, so alpha is the share of
+   messages that found it asleep (:func:`asleep_share`; light load for the model's inputs, per
+   point for the variants).  T_sip growth with live calls: 0 (not identifiable
    from two light-load runs, and the lab's work per message *falls* with load; the table shows
    the lab's T_sip median per rate instead).
 2. **Socket buffer**: ``rcvbuf_bytes`` from ``meta.json`` (``skmem rb``), the per-skb overhead
@@ -33,16 +42,18 @@ run of the lab's 1-worker rate sweep) and ``sim_lab_fit.provenance.md`` beside i
 3. **Same workload** (:func:`lab_workload`): each call's INVITE arrives at the lab's recorded
    ``t_arr``; UAS/UAC reaction times are the lab's per call (loopback: ``net_us = 0``); the
    holding time is the lab's median ACK -> BYE gap.
-4. **Compare** (:func:`compare_run`): per rate, median/mean/p99 of the socket-queue time
-   ``K_sockq = t_sockq - t_stack`` and of the sojourn ``t_dep - t_arr``, and the drop rate.
+4. **Compare** (:func:`metrics`): per rate, median/mean/p99 of the socket-queue time
+   ``K_sockq = t_sockq - t_stack`` and of the sojourn ``t_dep - t_arr``, and the drop rate, over
+   the window's messages up to its last INVITE (:func:`complete_span`); the model plays the
+   window's calls twice and is measured on the second pass (:func:`simulate_lab`, ``warm``),
+   since the window starts with the proxy already loaded by the point's earlier calls.
 
-What the model lacks: other load on the machine (none in the current recordings, which were
-made on an otherwise idle machine; the ``sched_load`` series adds it on purpose and is not
-fitted here); the fall of the proxy's work per message with load (shown by ``service_scale``);
-Kamailio's loop outside the traced interval (``lab_cycle_gap_*``);
-retransmissions (SIPp retransmits lost INVITE/BYE after 500 ms; the model's calls just end);
-the proxy's own 100 Trying and timer processes.  The fit table quantifies the first with
-``*_p_sockq_gt_1ms`` (share of messages that waited > 1 ms in the socket queue).
+What the model lacks: other load on the machine (the protocol points were recorded on an idle
+machine, ``foreign_cpu_mean``); the change of the proxy's work per message and of its sleeping
+with load (shown by ``service_scale`` and ``lab_asleep_share``); Kamailio's loop outside the
+traced interval (``lab_cycle_gap_*``); the proxy's own 100 Trying and timer processes; the late
+ACKs/BYEs SIPp sends after its 5-s timeout for calls that lost a message (the protocol's worker
+points run without retransmissions, SIPp ``-nr``; the model's calls just end).
 """
 from __future__ import annotations
 
@@ -58,17 +69,27 @@ import numpy as np
 import pandas as pd
 
 from sipperf.components import derive_arrays
-from sipperf.ingest.lab_runs.dataset import load_index, load_meta, load_run
+from sipperf.ingest.lab_runs.dataset import load_meta, load_run
 from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import TYPES, ServiceParams, SimParams, make_params
 from sipperf.sim.run import stats_of, to_timeline
 from sipperf.sim.workload import Workload, draw
 
 ROOT = Path(__file__).resolve().parents[4]
-LAB_DIR = ROOT / "datasets" / "lab"
+#: the protocol recording (runs.csv + runs/<run_id>/timeline.parquet)
+LAB_DIR = ROOT / "datasets" / "lab" / "protocol"
 OUT_CSV = ROOT / "datasets" / "precomputed" / "sim_lab_fit.csv"
-#: the light-load runs the service inputs are estimated from (no drops, p99 lateness < 20 ms)
-LIGHT_RUNS: tuple[str, ...] = ("rate-0025", "rate-0050")
+#: the light-load points the service inputs are estimated from (no drops)
+LIGHT_RUNS: tuple[str, ...] = ("workers-c1-r00025", "workers-c1-r00050")
+#: runs.csv columns copied into the fit table: the machine during the point, and the whole
+#: point's own numbers (>= 20,000 calls; context for the 1,500-call window the model is run on)
+POINT_COLS: dict[str, str] = {
+    "foreign_cpu_mean": "foreign_cpu_mean", "proxy_cpu_util": "proxy_cpu_util",
+    "invite_burst_p99_ms": "invite_burst_p99_ms", "generator_bound": "generator_bound",
+    "machine_busy": "machine_busy", "calls_offered": "point_calls", "pdr": "point_pdr",
+    "pdr_ci_hw": "point_pdr_ci_hw", "sojourn_mean_us": "point_sojourn_mean_us",
+    "sojourn_ci_hw_us": "point_sojourn_ci_hw_us", "sojourn_p50_us": "point_sojourn_p50_us",
+    "sojourn_p99_us": "point_sojourn_p99_us"}
 #: components estimated per message type (µs)
 COMPS: tuple[str, ...] = ("k_stack", "ks_base", "k_copy", "k_copy_max", "t_sip1", "t_sip2", "t_sip",
                           "k_snd", "x")
@@ -98,6 +119,27 @@ def rebase(tl: pd.DataFrame) -> pd.DataFrame:
 def served_mask(tl: pd.DataFrame) -> np.ndarray:
     """Messages that came from a UA (not the proxy's own 100 Trying) and were not dropped."""
     return (tl["origin"] != "proxy").to_numpy() & ~tl["dropped"].fillna(False).to_numpy(bool)
+
+
+def complete_span(tl: pd.DataFrame) -> tuple[float, float]:
+    """``(start, end)``, ns after the window's first arrival (as :func:`rebase`): the part of a
+    kept window that holds (nearly) every datagram the proxy received.
+
+    A kept window is every message of 1,500 consecutive calls whose INVITE arrived after its
+    point's warm-up.  Before ``start`` the point's earlier calls (not kept) were still sending
+    their ACKs, BYEs and 200s (``start`` = the longest INVITE-to-last-message time of the window's
+    complete calls); after ``end``, the arrival of the window's last INVITE, its later calls
+    were.  With drops, calls that lost a message send a late ACK or BYE after SIPp's 5-s timeout,
+    so a few datagrams of earlier calls still arrive inside the span."""
+    r = rebase(tl)
+    if "origin" in r.columns:
+        r = r[(r["origin"] != "proxy").to_numpy()]
+    t = _f(r["t_arr"])
+    inv = (r["msg_type"].astype(str) == "INVITE").to_numpy()
+    c = pd.DataFrame({"call": r["call_id"].to_numpy(), "t": t, "t_inv": np.where(inv, t, np.nan),
+                      "drop": r["dropped"].fillna(False).to_numpy(bool)}).groupby("call")
+    ok = (c.size() == len(TYPES)) & ~c["drop"].any()
+    return float((c["t"].max() - c["t_inv"].min())[ok].max()), float(np.nanmax(t[inv]))
 
 
 def component_arrays(tl: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -178,29 +220,33 @@ def rcvbuf_bytes_of(meta: dict) -> int:
     return int(m.group(1))
 
 
-def queue_at_drops(tl: pd.DataFrame, max_drops: int = 300) -> tuple[np.ndarray, np.ndarray]:
+def queue_at_drops(tl: pd.DataFrame, max_drops: int = 300,
+                   span: tuple[float, float] = (-np.inf, np.inf)) -> tuple[np.ndarray, np.ndarray]:
     """(packets, payload bytes) waiting in the socket queue (t_stack <= t < t_sockq) at the first
-    ``max_drops`` drop instants (``t_arr`` of dropped datagrams)."""
+    ``max_drops`` drop instants (``t_arr`` of dropped datagrams) within ``span`` (ns after the
+    first arrival, see :func:`complete_span`)."""
     tl = rebase(tl)
     d = tl["dropped"].fillna(False).to_numpy(bool)
     r = ~d & tl["t_sockq"].notna().to_numpy()
     ts, tq, sz = _f(tl["t_stack"])[r], _f(tl["t_sockq"])[r], _f(tl["size"])[r]
     td = _f(tl["t_arr"])[d]
-    td = td[np.isfinite(td)][:max_drops]
+    td = td[np.isfinite(td) & (td >= span[0]) & (td <= span[1])][:max_drops]
     inq = (ts[None, :] <= td[:, None]) & (tq[None, :] > td[:, None])
     return inq.sum(axis=1), (inq * sz[None, :]).sum(axis=1)
 
 
 def estimate_rcvbuf(root: Path, run_ids: list[str]) -> dict[str, float]:
     """Socket-buffer capacity: ``rcvbuf_bytes`` (meta) and the per-skb overhead that makes the
-    median queue at the lab's drops fill it: ``overhead = rb / q_pkts - payload / q_pkts``."""
+    median queue at the lab's drops fill it: ``overhead = rb / q_pkts - payload / q_pkts``.  Only
+    drops within :func:`complete_span` count: outside it datagrams of calls the window did not
+    keep were queued too."""
     qs, bs, rb = [], [], None
     for rid in run_ids:
         tl, _ = load_run(root / "runs" / rid)
         if not tl["dropped"].fillna(False).any():
             continue
         rb = rcvbuf_bytes_of(load_meta(root / "runs" / rid))
-        q, b = queue_at_drops(tl)
+        q, b = queue_at_drops(tl, span=complete_span(tl))
         qs.append(q)
         bs.append(b)
     if rb is None:
@@ -253,14 +299,25 @@ def per_call_x_us(tl: pd.DataFrame) -> float:
     return float(sum(np.nanmedian(c["x"][m & (mt == t)]) for t in TYPES))
 
 
+def asleep_share(tl: pd.DataFrame) -> float:
+    """Share of the served messages that found the worker asleep (``sockq_src == "switch_in"``):
+    the messages that pay the wake-up K^{s,base}_sockq, the model's ``alpha``."""
+    asleep = (tl["sockq_src"] == "switch_in").fillna(False).to_numpy(bool)
+    return float(asleep[served_mask(tl)].mean())
+
+
 def worker_cycle(tl: pd.DataFrame) -> dict[str, float]:
     """The worker's back-to-back cycles: pairs of consecutive messages where the next one was
     already queued when the worker came back (``sockq_src == "recv_enter"``).  ``gap`` is
     ``t_sockq[i+1] - t_dep[i]``: time outside the traced interval (Kamailio's loop between
     sendto and the next recvfrom, plus any preemption by other jobs; the model has none of it).
-    ``share`` = traced work ``sum(t_dep - t_sockq)`` / cycle time ``sum(t_sockq[i+1] - t_sockq[i])``."""
+    ``share`` = traced work ``sum(t_dep - t_sockq)`` / cycle time ``sum(t_sockq[i+1] - t_sockq[i])``.
+    Only messages that arrived within :func:`complete_span` count (outside it the worker also
+    read messages of calls the window did not keep)."""
+    lo, hi = complete_span(tl)
     tl = rebase(tl)
-    m = served_mask(tl) & tl["t_sockq"].notna().to_numpy()
+    t = _f(tl["t_arr"])
+    m = served_mask(tl) & tl["t_sockq"].notna().to_numpy() & (t >= lo) & (t <= hi)
     d = tl[m].sort_values("t_sockq")
     tq, tdep = _f(d["t_sockq"]), _f(d["t_dep"])
     busy = (d["sockq_src"] == "recv_enter").fillna(False).to_numpy(bool)[1:]
@@ -288,23 +345,42 @@ def lab_params(service: ServiceParams, rcv: dict[str, float], wl: dict[str, Any]
                                   skb_overhead_b=int(round(rcv["skb_overhead_b"]))))
 
 
-def simulate_lab(p: SimParams, wl: dict[str, Any], seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Run the model on the lab's arrivals and reaction times; returns (timeline, stats)."""
+def simulate_lab(p: SimParams, wl: dict[str, Any], seed: int, warm: bool = False
+                 ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Run the model on the lab's arrivals and reaction times; returns (timeline, stats).
+
+    ``warm``: play the window's calls twice, back to back (the second pass one mean inter-arrival
+    after the first pass's last INVITE), and return the second pass's timeline only.  A kept
+    window starts after its point's warm-up, with the proxy already loaded by earlier calls
+    (not kept); the second pass starts from the state the first one left, not from empty."""
+    t0, n = wl["t0_us"], len(wl["t0_us"])
+    reps = 2 if warm else 1
+    shift = t0[-1] - t0[0] + (t0[-1] - t0[0]) / max(n - 1, 1)
+    t0 = np.concatenate([t0 + k * shift for k in range(reps)])
+    rx = {k: np.tile(wl[k], reps) for k in ("uas_react", "uas_gap", "uac_react", "uas_bye")}
+    p = replace(p, workload=replace(p.workload, calls=reps * n))
     rng = np.random.default_rng(seed)
     w = draw(p.workload, p.service, rng)  # service multipliers u (seeded); arrivals replaced
-    w = Workload(w.n_calls, w.n_msgs, wl["t0_us"], w.mtype, w.u, wl["uas_react"], wl["uas_gap"],
-                 wl["uac_react"], wl["uas_bye"])
+    w = Workload(w.n_calls, w.n_msgs, t0, w.mtype, w.u, rx["uas_react"], rx["uas_gap"],
+                 rx["uac_react"], rx["uas_bye"])
     kp = FastTwin(p, w)
     t = time.perf_counter()
     kp.run()
     st = stats_of(kp, time.perf_counter() - t)
-    return to_timeline(kp), st
+    tl = to_timeline(kp)
+    if warm:  # the second pass: calls n .. 2n-1 ("sim-<call>")
+        tl = tl[tl["call_id"].str.slice(4).astype(int) >= n].reset_index(drop=True)
+    return tl, st
 
 
-def metrics(tl: pd.DataFrame) -> dict[str, float]:
-    """K_sockq and sojourn (µs) over served messages, drop rate over messages from the UAs."""
+def metrics(tl: pd.DataFrame, complete_only: bool = True) -> dict[str, float]:
+    """K_sockq and sojourn (µs) over served messages, drop rate over messages from the UAs; with
+    ``complete_only`` over the messages that arrived by the window's last INVITE
+    (:func:`complete_span`'s end): later, calls the window did not keep loaded the real proxy."""
+    cut = complete_span(tl)[1] if complete_only else np.inf
     tl = rebase(tl)
     ua = (tl["origin"] != "proxy").to_numpy() if "origin" in tl.columns else np.ones(len(tl), bool)
+    ua = ua & (_f(tl["t_arr"]) <= cut)
     d = tl["dropped"].fillna(False).to_numpy(bool)
     m = ua & ~d
     out: dict[str, float] = {"messages": int(ua.sum()), "dropped": int((ua & d).sum()),
@@ -321,46 +397,65 @@ def metrics(tl: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def lab_sweep(root: Path = LAB_DIR) -> pd.DataFrame:
+    """The one-worker rate sweep of a protocol recording: the ``runs.csv`` rows of series
+    ``workers``, 1 worker, tracer ``map``, that kept a timeline, by rate.  The tracer-off twin
+    (``-tracer-off``) is not part of it: the model's inputs are measured with the tracer on."""
+    pts = pd.read_csv(root / "runs.csv")
+    sel = (pts["series"] == "workers") & (pts["workers"] == 1) & (pts["tracer"] == "map")
+    kept = pts["run_id"].map(lambda r: (root / "runs" / r / "timeline.parquet").exists())
+    return pts[sel & kept].sort_values("rate_cps").reset_index(drop=True)
+
+
 def fit_table(root: Path = LAB_DIR, light: tuple[str, ...] = LIGHT_RUNS
               ) -> tuple[pd.DataFrame, pd.DataFrame, ServiceParams, dict[str, float]]:
-    """(fit table one row per rate-sweep run, component estimates, service inputs, socket buffer)."""
-    idx = load_index(root)
-    sweep = idx[idx["series"] == "rate"].sort_values("rate_cps")
+    """(fit table one row per rate-sweep point, component estimates, service inputs, socket buffer)."""
+    sweep = lab_sweep(root)
     lab = {rid: load_run(root / "runs" / rid)[0] for rid in sweep["run_id"]}
     light_tls = [lab[r] if r in lab else load_run(root / "runs" / r)[0] for r in light]
     est = estimate_components(light_tls)
-    service = service_from_lab(est, service_cv(light_tls))
+    light_all = pd.concat(light_tls, ignore_index=True)
+    # alpha: the share of light-load messages that woke the worker (paid K^s,base_sockq)
+    service = replace(service_from_lab(est, service_cv(light_tls)), alpha_fixed=asleep_share(light_all))
     rcv = estimate_rcvbuf(root, [r for r in sweep["run_id"]])
-    x_light = per_call_x_us(pd.concat(light_tls, ignore_index=True))
+    x_light = per_call_x_us(light_all)
+    rates = sweep["rate_cps"].to_numpy(float)
     scale = {rid: per_call_x_us(lab[rid]) / x_light for rid in sweep["run_id"]}
-    scale_cv = loo_scale(sweep["rate_cps"].to_numpy(float), np.array([scale[r] for r in sweep["run_id"]]))
+    asleep = {rid: asleep_share(lab[rid]) for rid in sweep["run_id"]}
+    scale_cv = loo_scale(rates, np.array([scale[r] for r in sweep["run_id"]]))
+    asleep_cv = loo_scale(rates, np.array([asleep[r] for r in sweep["run_id"]]))
     rows = []
-    for (_, r), f_cv in zip(sweep.iterrows(), scale_cv):
+    for (_, r), f_cv, a_cv in zip(sweep.iterrows(), scale_cv, asleep_cv):
         rid = r["run_id"]
         meta = load_meta(root / "runs" / rid)
         wl = lab_workload(lab[rid])
+        span = complete_span(lab[rid])
         seed = int(meta["config"]["seed"])
         p = lab_params(service, rcv, wl, float(r["rate_cps"]), rid)
-        stl, st = simulate_lab(p, wl, seed)
+        stl, st = simulate_lab(p, wl, seed, warm=True)
         lm, sm = metrics(lab[rid]), metrics(stl)
         row: dict[str, Any] = {"run_id": rid, "rate_cps": int(r["rate_cps"]), "calls": len(wl["t0_us"]),
                                "seed": seed, "light_load_input": rid in light,
-                               "cpu_busy": r["cpu_busy"], "loadavg_1m": r["loadavg_1m"],
-                               "arrival_late_p99_ms": r["arrival_late_p99_ms"]}
+                               "complete_from_ms": span[0] / 1e6, "compared_ms": span[1] / 1e6,
+                               "lab_messages": lm["messages"],
+                               "lab_window_drop_rate": metrics(lab[rid], complete_only=False)["drop_rate"],
+                               **{new: r[old] for old, new in POINT_COLS.items()}}
         for k in ("k_sockq_median_us", "k_sockq_mean_us", "k_sockq_p99_us", "sojourn_median_us",
                   "sojourn_mean_us", "sojourn_p99_us", "p_sockq_gt_1ms", "drop_rate", "t_sip_median_us"):
             row[f"lab_{k}"] = lm[k]
             row[f"sim_{k}"] = sm[k]
         row["sojourn_median_gap_pct"] = 100.0 * (sm["sojourn_median_us"] / lm["sojourn_median_us"] - 1.0)
-        # variant: the service inputs rescaled to this run's own measured per-call work
+        # variant: this run's own measured per-call work and share of messages that woke the worker
         f = scale[rid]
-        p2 = replace(p, service=scaled_service(service, f))
-        sm2 = metrics(simulate_lab(p2, wl, seed)[0])
+        p2 = replace(p, service=replace(scaled_service(service, f), alpha_fixed=asleep[rid]))
+        sm2 = metrics(simulate_lab(p2, wl, seed, warm=True)[0])
         row["service_scale"] = f
-        # variant: the work per call predicted from the *other* runs (leave-one-out)
-        p3 = replace(p, service=scaled_service(service, f_cv))
-        sm3 = metrics(simulate_lab(p3, wl, seed)[0])
+        row["lab_asleep_share"] = asleep[rid]
+        # variant: both predicted from the *other* runs (leave-one-out)
+        p3 = replace(p, service=replace(scaled_service(service, f_cv), alpha_fixed=a_cv))
+        sm3 = metrics(simulate_lab(p3, wl, seed, warm=True)[0])
         row["service_scale_loo"] = f_cv
+        row["asleep_share_loo"] = a_cv
         for k in ("k_sockq_median_us", "sojourn_median_us", "sojourn_mean_us", "p_sockq_gt_1ms", "drop_rate"):
             row[f"simcv_{k}"] = sm3[k]
         row["simcv_sojourn_median_gap_pct"] = 100.0 * (sm3["sojourn_median_us"] / lm["sojourn_median_us"] - 1.0)
@@ -371,6 +466,7 @@ def fit_table(root: Path = LAB_DIR, light: tuple[str, ...] = LIGHT_RUNS
         for k in ("k_sockq_median_us", "k_sockq_mean_us", "sojourn_median_us", "sojourn_mean_us",
                   "p_sockq_gt_1ms", "drop_rate"):
             row[f"simx_{k}"] = sm2[k]
+        row["sim_alpha"] = service.alpha_fixed
         row["sim_busy_frac"] = st["busy_frac"]
         row["sim_max_queue_pkts"] = st["max_queue"]
         rows.append(row)
@@ -401,61 +497,72 @@ def _pct_list(d: pd.DataFrame, col: str) -> str:
     return ", ".join(f"{v:+.0f} %" + f" ({int(r)})" for r, v in zip(d["rate_cps"], d[col])) + " (calls/s)"
 
 
+def regimes(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The rows the provenance's gaps talk about (ch. 9 selects the same): ``light`` (the input
+    points), ``busy`` (the worker woken by fewer than 5 % of the messages), ``calm`` (above the
+    light points, no drop in the window), ``over`` (drops in the window)."""
+    d = df.sort_values("rate_cps")
+    light = d[d["light_load_input"]]
+    above = d[d["rate_cps"] > light["rate_cps"].max()]
+    return {"light": light, "busy": d[d["lab_asleep_share"] < 0.05],
+            "calm": above[above["lab_drop_rate"] == 0], "over": d[d["lab_drop_rate"] > 0]}
+
+
 def gaps_text(df: pd.DataFrame) -> str:
     """The "Gaps" paragraph of the provenance, every number computed from ``df``."""
     d = df.sort_values("rate_cps")
-    light = d[d["light_load_input"]]
-    hi = d[d["rate_cps"] >= 150]
-    mid = d[(d["rate_cps"] >= 100) & (d["lab_drop_rate"] == 0) & (d["rate_cps"] <= 900)]
+    g = regimes(d)
+    light, busy, calm, over = g["light"], g["busy"], g["calm"], g["over"]
     first = lambda col: (int(d.loc[d[col] > 0, "rate_cps"].min()) if (d[col] > 0).any()  # noqa: E731
                          else None)
-    lab_first, sim_first, simx_first = first("lab_drop_rate"), first("sim_drop_rate"), first("simx_drop_rate")
-    ratio_x = mid["simx_sojourn_median_us"] / mid["lab_sojourn_median_us"]
-    m2 = d[(d["rate_cps"] >= 150) & (d["rate_cps"] <= 600)]
-    ksq_ratio = m2["lab_k_sockq_median_us"] / m2["simx_k_sockq_median_us"]
-    over = d[d["lab_drop_rate"] > 0]
-    over_txt = "; ".join(f"{int(r.rate_cps)} calls/s: lab {100 * r.lab_drop_rate:.1f} %, model "
-                         f"{100 * r.sim_drop_rate:.1f} %, own-work model {100 * r.simx_drop_rate:.1f} %"
-                         for r in over.itertuples())
-    loaded = bool((d["cpu_busy"] > 0.9).any())
+    ratio_x = calm["simx_sojourn_median_us"] / calm["lab_sojourn_median_us"]
+    ksq_ratio = calm["lab_k_sockq_median_us"] / calm["simx_k_sockq_median_us"]
+    over_txt = "; ".join(
+        f"{int(r.rate_cps)} calls/s: lab {100 * r.lab_drop_rate:.1f} % (the whole point "
+        f"{100 * r.point_pdr:.1f} ± {100 * r.point_pdr_ci_hw:.1f} %), model {100 * r.sim_drop_rate:.1f} %, "
+        f"work curve {100 * r.simcv_drop_rate:.1f} %, own work {100 * r.simx_drop_rate:.1f} %"
+        for r in over.itertuples())
     out = [
-        f"- **Machine load.** `cpu_busy` {_rng(d['cpu_busy'], '{:.2f}')}, 1-min load average "
-        f"{_rng(d['loadavg_1m'], '{:.2f}')} during the runs"
-        + (" (busy with other jobs: the model has no background load)." if loaded else
-           " (an otherwise idle machine; the model has no background load, and needs none here)."),
-        f"- **Light load fits.** At the runs the inputs come from ({', '.join(light['run_id'])}) the "
-        f"model's median sojourn differs from the lab's by {_rng(light['sojourn_median_gap_pct'], '{:+.0f}')} %; "
-        f"messages waiting > 1 ms in the socket queue: lab {_rng(100 * light['lab_p_sockq_gt_1ms'], '{:.1f}')} %, "
-        f"model {_rng(100 * light['sim_p_sockq_gt_1ms'], '{:.1f}')} %.",
-        f"- **The proxy's work per call falls with load.**  `service_scale` (this run's per-call "
-        f"K_copy + T_sip + K_snd over the light-load runs') is {_rng(hi['service_scale'], '{:.2f}')} at "
-        f">= 150 calls/s, and the lab's T_sip median falls from {d['lab_t_sip_median_us'].iloc[0]:.0f} µs "
-        f"to {d['lab_t_sip_median_us'].min():.0f} µs (plausibly a worker that rarely sleeps keeps its "
-        f"caches warm; seed 000 saw the opposite, T_sip growing with load).  With the light-load "
-        f"inputs the model is therefore too slow: its sojourn median is "
-        f"{_pct_list(d[(d.rate_cps >= 100) & (d.rate_cps <= 600)], 'sojourn_median_gap_pct')} off the "
-        f"lab's, it saturates below 900 calls/s and first drops at {sim_first} calls/s, the lab at "
-        f"{lab_first} calls/s.",
-        f"- **Work curve, leave-one-out** (`simcv_*`, the honest prediction): each run's work scale "
-        f"interpolated (in log rate) from the *other* runs' measured scales.  Sojourn median "
-        f"{_pct_list(d, 'simcv_sojourn_median_gap_pct')} off the lab's; drop rate model vs lab: "
-        + "; ".join(f"{int(r.rate_cps)}: {100 * r.simcv_drop_rate:.1f} vs {100 * r.lab_drop_rate:.1f} %"
-                    for r in d[(d.simcv_drop_rate > 0) | (d.lab_drop_rate > 0)].itertuples()) + ".",
-        f"- **Own-work variant** (`simx_*`, the run's own measured work: a diagnostic, it uses the "
-        f"answer): sojourn median {_rng(100 * (ratio_x - 1), '{:+.0f}')} % off the lab's at 100-900 calls/s "
-        f"without drops; first drops at {simx_first} calls/s.  What is left is the work the model does "
-        f"not see: in back-to-back cycles the lab worker spent {_rng(100 * d['lab_worker_share'])} % of "
-        f"its time in the traced path (mean gap between one message's t_dep and the next t_sockq "
-        f"{_rng(d['lab_cycle_gap_mean_us'])} µs, median {_rng(d['lab_cycle_gap_median_us'])} µs: "
-        f"Kamailio's loop outside the traced interval); the model spends 100 %.  And the lab's median "
-        f"socket-queue time at 150-600 calls/s is {_rng(ksq_ratio, '{:.1f}')} times the own-work model's: "
-        f"the worker waited for something the model lacks (candidates: the CPUs taken by the SIPp "
-        f"UAC/UAS, which ran at nice -10 on the same two CPUs, and the untraced loop work above).",
-        f"- **Overload runs.** {over_txt}.  The lab's overload runs offer their calls in under a "
-        f"second (one burst each, see the lab README), so these are single samples, not a "
-        f"steady-state loss curve." if len(over) else "- **No lab run dropped packets.**",
-        "- **Retransmissions** (SIPp resends INVITE/BYE after 500 ms when a copy is lost) and the "
-        "proxy's own 100 Trying are not modelled; the lab's drop rate counts retransmitted datagrams too.",
+        f"- **Machine.** Other processes used at most {100 * d['foreign_cpu_mean'].max():.1f} % of the "
+        f"two CPUs during any point (`foreign_cpu_mean`); no point `machine_busy` "
+        f"({int(d['machine_busy'].sum())}) or generator-bound ({int(d['generator_bound'].sum())}).  "
+        "The proxy ran alone on CPU 0, SIPp, dumpcap and bpftrace on CPU 1; the tracer (`map`) was "
+        "on at every point, so the inputs and the lab columns describe the traced proxy.",
+        "- **Window, not point.** The model is compared with the 1,500-call window, run on its own "
+        "arrivals, up to the window's last INVITE (`compared_ms`); the whole point's numbers "
+        "(`point_*`, >= 20,000 calls, after the warm-up) are context.  The window starts after the "
+        "point's warm-up, so the model plays the window's calls twice and is measured on the "
+        f"second pass.  Overloaded points: {over_txt}."
+        if len(over) else "- **No window dropped packets.**",
+        f"- **Light load.** At the input points ({', '.join(light['run_id'])}) the model's median "
+        f"sojourn differs from the lab's by {_rng(light['sojourn_median_gap_pct'], '{:+.0f}')} %: the two "
+        f"points themselves differ (lab medians {_rng(light['lab_sojourn_median_us'])} µs, work per "
+        f"call {_rng(light['service_scale'], '{:.2f}')} of their pool's), and the inputs are that pool.",
+        f"- **Work per call and sleep both fall with load.**  Where the worker was woken by fewer "
+        f"than 5 % of the messages ({_rng(busy['rate_cps'])} calls/s; {_rng(100 * d['lab_asleep_share'])} % "
+        f"over the sweep) `service_scale` is {_rng(busy['service_scale'], '{:.2f}')} and the lab's "
+        f"T_sip median {_rng(busy['lab_t_sip_median_us'])} µs against "
+        f"{d['lab_t_sip_median_us'].iloc[0]:.0f} µs at {int(d['rate_cps'].iloc[0])} calls/s.  With the "
+        f"light-load inputs at every rate (their work, and the wake-up K^s,base_sockq for "
+        f"{100 * d['sim_alpha'].iloc[0]:.0f} % of the messages) the model first drops at "
+        f"{first('sim_drop_rate')} calls/s, the lab's window at {first('lab_drop_rate')} calls/s.",
+        f"- **Work curve, leave-one-out** (`simcv_*`, the honest prediction): each point's work scale "
+        f"and wake-up share interpolated (in log rate) from the *other* points.  Sojourn median "
+        f"{_pct_list(d, 'simcv_sojourn_median_gap_pct')} off the lab's; first drops at "
+        f"{first('simcv_drop_rate')} calls/s.",
+        f"- **Own-work variant** (`simx_*`, the point's own measured work and wake-up share: a "
+        f"diagnostic, it uses the answer): sojourn median {_rng(100 * (ratio_x - 1), '{:+.0f}')} % off "
+        f"the lab's where the window has no drop above the light points; first drops at "
+        f"{first('simx_drop_rate')} calls/s; the lab's median socket-queue time there is "
+        f"{_rng(ksq_ratio, '{:.1f}')} times the own-work model's.",
+        f"- **Outside the traced path.** In back-to-back cycles within the complete part of the "
+        f"window (`complete_from_ms` .. `compared_ms`) the lab worker spent "
+        f"{_rng(100 * d['lab_worker_share'])} % of its time in the traced path (mean gap from one "
+        f"message's t_dep to the next t_sockq {_rng(d['lab_cycle_gap_mean_us'], '{:.1f}')} µs); the model "
+        "spends 100 %.",
+        "- **Not modelled.** The proxy's own 100 Trying and timer processes (on CPU 0 with the "
+        "worker); the late ACKs and BYEs of calls that lost a message (sent after SIPp's 5-s "
+        "timeout: the worker points run without retransmissions, and the model's calls just end).",
     ]
     return "\n".join(out)
 
@@ -464,27 +571,66 @@ def _fmt_tuple(t: tuple[float, ...]) -> str:
     return ", ".join(f"{v:.1f}" for v in t)
 
 
+def machine_text() -> str:
+    """This machine, for the provenance: CPUs, model, memory, load average, python."""
+    import os
+
+    model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                  if ln.startswith("model name")), platform.processor() or "?") \
+        if Path("/proc/cpuinfo").exists() else platform.processor() or "?"
+    mem = next((f"{int(ln.split()[1]) / 2**20:.0f} GiB" for ln in Path("/proc/meminfo").read_text().splitlines()
+                if ln.startswith("MemTotal")), "?") if Path("/proc/meminfo").exists() else "?"
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return (f"{os.cpu_count()} CPUs ({model}), {mem} memory, {platform.system()} {platform.release()} "
+            f"{platform.machine()}, python {platform.python_version()}; 1/5/15-min load average {load}")
+
+
 def provenance(df: pd.DataFrame, est: pd.DataFrame, s: ServiceParams, rcv: dict[str, float],
-               cmd: str, light: tuple[str, ...]) -> str:
+               cmd: str, light: tuple[str, ...], lab: Path = LAB_DIR, seconds: float = float("nan"),
+               machine: str = "") -> str:
     e = est.loc[[*TYPES, "ALL"]]
     comp_rows = "\n".join(
         f"| {t} | " + " | ".join(f"{e.loc[t, f'{k}_mean']:.1f} ± {e.loc[t, f'{k}_sd']:.1f} "
                                  f"({e.loc[t, f'{k}_median']:.1f})" for k in
                                  ("k_stack", "ks_base", "k_copy", "k_copy_max", "t_sip1", "t_sip2", "k_snd"))
         + " |" for t in e.index)
+    try:
+        where = lab.resolve().relative_to(ROOT)
+    except ValueError:
+        where = lab
     return f"""# sim_lab_fit.csv
 
 SYNTHETIC model output compared with REAL measurements: the sipperf kernel-path model
-(`src/sipperf/sim/`, fast twin engine) fitted to the lab's recorded Kamailio 5.6 runs (`datasets/lab/`, series
-`rate`, 1 worker).  Each row is one lab run: `lab_*` columns are measured, `sim_*` columns are the
-model run on the same call arrivals.
+(`src/sipperf/sim/`, fast twin engine) fitted to the lab's protocol recording of a Kamailio 5.6
+proxy (`{where}/`: `runs.csv` and the kept timelines `runs/<run_id>/timeline.parquet`; series
+`workers`, 1 worker, tracer `map`).  Each row is one point of the one-worker rate sweep: `lab_*`
+columns are measured on the point's kept window, `sim_*` (and `simcv_*`, `simx_*`) columns are the
+model run on the same call arrivals, `point_*` columns are the whole point's own numbers from
+`runs.csv` (context).
 
-- made by: `{cmd}` (module `src/sipperf/sim/fit_lab.py`)
-- when: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; python {platform.python_version()} on {platform.machine()}
-- lab runs compared: {', '.join(df['run_id'])}
+- made by: `{cmd}` (module `src/sipperf/sim/calibration/fit_lab.py`), in {seconds:.1f} s
+- when: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
+- machine: {machine or machine_text()}
+- lab points compared: {', '.join(df['run_id'])}; the tracer-off twin `workers-c1-r02300-tracer-off` is not part of the sweep (tracer off, and its timeline was not kept)
 - service inputs estimated from: {', '.join(light)} (light load, no drops)
 
-## Model inputs estimated from the light-load runs (µs: mean ± SD (median))
+## What is compared: the kept window, not the whole point
+
+Each point ran >= 20,000 calls; its timeline keeps every message of 1,500 consecutive calls whose
+INVITE arrived after the point's MSER-5 warm-up cut (`meta.json` `stored`).  The model runs on
+those calls' own arrival instants and reaction times, so what it must match is the window: its
+drop rate and delays (`lab_*`) are taken over the messages that arrived up to the window's last
+INVITE (`compared_ms` after its first); after that the point's later calls, which the window did
+not keep, loaded the proxy too.  Because the window begins with the proxy already loaded by
+earlier calls, the model plays the window's calls twice back to back and is measured on the second
+pass.  The whole point's drop rate (`point_pdr` ± `point_pdr_ci_hw`, 95 %) and sojourn
+(`point_sojourn_mean_us` ± `point_sojourn_ci_hw_us`, `_p50_`, `_p99_`) from `runs.csv` describe
+>= 20,000 calls and are context: a 1,500-call window at overload lasts under a second.
+Reconstructions from the window alone (the queue at drop instants, the worker's cycles) use only
+its complete part, `complete_from_ms` .. `compared_ms`: before it, earlier calls not kept were still
+sending (with drops, a few late ACKs/BYEs of calls that lost a message arrive inside it too).
+
+## Model inputs estimated from the light-load points (µs: mean ± SD (median))
 
 | type | K_stack | K^s,base_sockq (asleep) | K_copy model segment (t_sockq..t_sip_in) | K_copy upper bound | T¹_sip | T²_sip | K_snd |
 |---|---|---|---|---|---|---|---|
@@ -496,27 +642,34 @@ the worker asleep; the mean has a long tail of waits for the CPU); k_copy_us = {
 (mean; the real copy is bounded by 0 ≤ K_copy ≤ recv_copied − t_sockq, median bound
 {est.loc['ALL', 'k_copy_max_median']:.1f}); t_sip_us = ({_fmt_tuple(s.t_sip_us)}) with
 T¹/T_sip = {s.t_sip1_share:.3f}; k_snd_us = ({_fmt_tuple(s.k_snd_us)}); service multiplier gamma,
-CV = {s.cv:.3f} (SD of x / per-type mean of x = K_copy + T_sip + K_snd); alpha fixed at 1 (loopback:
-no NIC interrupts); no T_sip growth with live calls.  Socket buffer: rcvbuf {int(rcv['rcvbuf_bytes'])} B
-(`meta.json` skmem rb); median queue at the lab's drop instants {rcv['q_at_drop_pkts']:.0f} packets
-({rcv['q_at_drop_payload_b']:.0f} B payload), hence a per-skb overhead of {rcv['skb_overhead_b']:.0f} B.
-Workload: each call's INVITE at the lab's recorded arrival instant, the lab's per-call UAS/UAC
-reaction times, net 0 (loopback), holding time the lab's median ACK→BYE gap; one worker, one core,
-seed = the lab run's seed.
+CV = {s.cv:.3f} (SD of x / per-type mean of x = K_copy + T_sip + K_snd); alpha = {s.alpha_fixed:.3f},
+the share of the light-load messages that found the worker asleep (the model adds alpha ·
+K^s,base_sockq to every message's service; on loopback there is no NIC interrupt path, the
+socket-queue base time is the worker's wake-up); no T_sip growth with live calls.  Socket buffer:
+rcvbuf {int(rcv['rcvbuf_bytes'])} B (`meta.json` skmem rb); median queue at the lab's drop
+instants {rcv['q_at_drop_pkts']:.0f} packets ({rcv['q_at_drop_payload_b']:.0f} B payload), hence a
+per-skb overhead of {rcv['skb_overhead_b']:.0f} B.  Workload: each call's INVITE at the lab's
+recorded arrival instant, the lab's per-call UAS/UAC reaction times, net 0 (loopback), holding
+time the lab's median ACK→BYE gap; one worker, one core, seed = the point's round seed
+(`meta.json`).
 
 ## Columns
 
-`lab_*` measured, `sim_*` the model with the light-load inputs above, `simx_*` the same model
-with K_copy, T_sip and K_snd rescaled by `service_scale` = this run's own per-call work (sum over
-the six types of the median K_copy + T_sip + K_snd) / the light-load runs' (a diagnostic: it
-separates "the proxy's work changed with load" from "the proxy did not get the CPU").  `simcv_*`: the same with the work scale predicted for each run from
-the other runs' scales (`service_scale_loo`, leave-one-out interpolation in log rate).
-`k_sockq` = t_sockq − t_stack (incl. K^s_sockq), `sojourn` = t_dep − t_arr, over relayed,
-not-dropped messages; `drop_rate` = dropped / datagrams from the UAs; `p_sockq_gt_1ms` the share
-of messages that spent > 1 ms in the socket queue.  `lab_cycle_gap_*_us`: in the lab worker's
-back-to-back cycles (next message already queued), the time from one message's t_dep to the next
-t_sockq (Kamailio's loop outside the traced interval plus preemption by other jobs; 0 in the
-model); `lab_worker_share` = traced work / cycle time in those cycles.
+`lab_*` measured on the window, `sim_*` the model with the light-load inputs above, `simx_*` the
+same model with K_copy, T_sip and K_snd rescaled by `service_scale` = this point's own per-call
+work (sum over the six types of the median K_copy + T_sip + K_snd) / the light-load points', and
+alpha set to `lab_asleep_share`, this point's share of messages that found the worker asleep (a
+diagnostic: it uses the answer).  `simcv_*`: the same with the work scale and the asleep share
+predicted for each point from the other points' (`service_scale_loo`, `asleep_share_loo`,
+leave-one-out interpolation in log rate): the honest prediction.  `k_sockq` = t_sockq − t_stack
+(incl. K^s_sockq), `sojourn` = t_dep − t_arr, over relayed, not-dropped messages; `drop_rate` =
+dropped / datagrams from the UAs, all up to `compared_ms`; `lab_window_drop_rate` the same over
+the whole window; `p_sockq_gt_1ms` the share of messages that spent > 1 ms in the socket queue.
+`lab_cycle_gap_*_us`: in the lab worker's back-to-back cycles (next message already queued)
+within the complete part, the time from one message's t_dep to the next t_sockq (Kamailio's loop
+outside the traced interval plus preemption; 0 in the model); `lab_worker_share` = traced work /
+cycle time in those cycles.  From `runs.csv`: `foreign_cpu_mean`, `proxy_cpu_util`,
+`invite_burst_p99_ms`, `generator_bound`, `machine_busy`, `point_calls` (`calls_offered`).
 
 ## Gaps (read before comparing)
 
@@ -526,20 +679,24 @@ model); `lab_worker_share` = traced work / cycle time in those cycles.
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sipperf.sim.calibration.fit_lab", description=__doc__.splitlines()[0])
-    ap.add_argument("--lab", type=Path, default=LAB_DIR)
+    ap.add_argument("--lab", type=Path, default=LAB_DIR,
+                    help="a protocol recording: runs.csv + runs/<run_id>/timeline.parquet (default %(default)s)")
     ap.add_argument("--out", type=Path, default=OUT_CSV)
     a = ap.parse_args(argv)
+    machine = machine_text()  # before the fit: the load average of the machine it ran on
     t = time.perf_counter()
     df, est, s, rcv = fit_table(a.lab)
+    seconds = time.perf_counter() - t
     a.out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(a.out, index=False, float_format="%.6g")
     cmd = "python -m sipperf.sim.calibration.fit_lab" + ("" if argv is None and len(sys.argv) <= 1 else
                                              " " + " ".join(argv if argv is not None else sys.argv[1:]))
-    a.out.with_suffix(".provenance.md").write_text(provenance(df, est, s, rcv, cmd, LIGHT_RUNS))
-    cols = ["rate_cps", "lab_k_sockq_median_us", "sim_k_sockq_median_us", "lab_sojourn_median_us",
-            "sim_sojourn_median_us", "lab_drop_rate", "sim_drop_rate"]
+    a.out.with_suffix(".provenance.md").write_text(
+        provenance(df, est, s, rcv, cmd, LIGHT_RUNS, a.lab, seconds, machine))
+    cols = ["rate_cps", "lab_sojourn_median_us", "sim_sojourn_median_us", "simcv_sojourn_median_us",
+            "lab_drop_rate", "sim_drop_rate", "simcv_drop_rate", "point_pdr"]
     print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(f"wrote {a.out} ({len(df)} rows) in {time.perf_counter() - t:.1f} s")
+    print(f"wrote {a.out} ({len(df)} rows) in {seconds:.1f} s")
     return 0
 
 
