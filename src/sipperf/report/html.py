@@ -342,7 +342,8 @@ def _model(rep, fig) -> str:
         from sipperf.report.runs import lab_rule_miss
 
         miss = lab_rule_miss()
-        err = (f" Its own measured error: on the lab's {miss['cores']}-core machine (datasets/lab/long) it promised "
+        err = (f" Its own measured error: on the lab's machine ({miss['source']}, the proxy on {miss['cores']} "
+               f"core{'s' if miss['cores'] != 1 else ''}) it promised "
                f"{miss['promise_cps']:,.0f} calls/s from the one-worker knee, {miss['ratio']:.1f}× "
                f"({miss['ratio_lo']:.1f}–{miss['ratio_hi']:.1f}×) the best knee measured "
                f"({miss['best_cps']:,.0f} calls/s).") if miss else ""

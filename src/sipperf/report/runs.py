@@ -868,14 +868,18 @@ def summary_probes(root) -> list:
 
 def lab_rule_miss(root=None) -> dict[str, Any] | None:
     """How far the capacity rule C_{1,m} = T_{1,m}·C_{1,1} (thesis eq. 7.1) missed on the lab's own
-    worker series (``datasets/lab/long``; its machine's cores from ``machine.json``): C_{1,1} taken
-    as the one-worker knee, the rule's promise for those cores against the best knee any worker
-    count reached (``ratio``; ``ratio_lo``/``ratio_hi`` with the knees' interval ends).  Knees by
-    :func:`sipperf.fit.knee_from_probes` on each count's rounds and knee-search probes, as
-    ``sipperf fit`` reads that dataset.  None when the dataset or a knee is missing.  Cached."""
+    worker series (default ``datasets/lab/protocol``): C_{1,1} taken as the one-worker knee, the
+    rule's promise for the proxy's cores against the best knee any worker count reached
+    (``ratio``; ``ratio_lo``/``ratio_hi`` with the knees' interval ends).  A recording with
+    replicated knee searches (``knee_replicates.csv``, the protocol recording): each count's knee
+    and interval of its ``protocol`` set-up (:func:`sipperf.lab.knees.estimates_from_replicates`),
+    the cores the proxy was pinned to (``runs.csv`` ``proxy_cpus``).  Otherwise (e.g.
+    ``datasets/lab/long``): knees by :func:`sipperf.fit.knee_from_probes` on each count's rounds
+    and knee-search probes, the machine's cores from ``machine.json``.  None when the dataset or
+    a knee is missing.  Cached."""
     from sipperf.thesis import datasets_dir
 
-    root = Path(root) if root is not None else datasets_dir() / "lab" / "long"
+    root = Path(root) if root is not None else datasets_dir() / "lab" / "protocol"
     key = str(root.resolve())
     if key not in _RULE_CACHE:
         try:
@@ -894,22 +898,32 @@ def _lab_rule_miss(r: Path) -> dict[str, Any] | None:
         return None
     pts = load_points(r)
     pts = pts[pts["series"] == "workers"] if "series" in pts.columns else pts
-    extra = summary_probes(r)
     knees = {}
-    for c, g in pts.groupby("workers"):
-        pr = [q for _, row in g.iterrows() for q in point_probes(r, row, int(c))]
-        pr += [q for q in extra if int(q.threads) == int(c)]
-        k = knee_from_probes(pr)
-        if not k["censored"]:
-            knees[int(c)] = k
+    cores = 0
+    if (r / "knee_replicates.csv").is_file():      # replicated searches (the protocol recording)
+        from sipperf.lab.knees import estimates_from_replicates
+
+        est = estimates_from_replicates(pd.read_csv(r / "knee_replicates.csv"))
+        knees = {int(c): {"knee": e.knee_cps, "lo": e.low_cps, "hi": e.high_cps} for (setup, c), e in est.items()
+                 if setup == "protocol" and e.knee_cps is not None and e.low_cps is not None}
+        if "proxy_cpus" in pts.columns:
+            cores = len({x.strip() for v in pts["proxy_cpus"].dropna().astype(str) for x in v.split(",") if x.strip()})
+    else:
+        extra = summary_probes(r)
+        for c, g in pts.groupby("workers"):
+            pr = [q for _, row in g.iterrows() for q in point_probes(r, row, int(c))]
+            pr += [q for q in extra if int(q.threads) == int(c)]
+            k = knee_from_probes(pr)
+            if not k["censored"]:
+                knees[int(c)] = k
     if 1 not in knees or len(knees) < 2:
         return None
-    cores = 0
-    try:
-        cores = int(((json.loads((r / "machine.json").read_text()).get("machine") or {}).get("cpu") or {})
-                    .get("count") or 0)
-    except (OSError, ValueError, AttributeError, TypeError):
-        cores = 0
+    if cores < 1:
+        try:
+            cores = int(((json.loads((r / "machine.json").read_text()).get("machine") or {}).get("cpu") or {})
+                        .get("count") or 0)
+        except (OSError, ValueError, AttributeError, TypeError):
+            cores = 0
     if cores < 1:
         return None
     t = threads_for_capacity(1, cores)
@@ -919,7 +933,7 @@ def _lab_rule_miss(r: Path) -> dict[str, Any] | None:
             "promise_cps": t * one, "ratio": t * one / best,
             "ratio_lo": t * knees[1]["lo"] / knees[best_c]["hi"], "ratio_hi": t * knees[1]["hi"] / knees[best_c]["lo"],
             "knees": {c: {"knee": k["knee"], "lo": k["lo"], "hi": k["hi"]} for c, k in knees.items()},
-            "source": "datasets/lab/long"}
+            "source": f"datasets/lab/{r.name}"}
 
 
 _RULE_CACHE: dict[str, Any] = {}

@@ -20,7 +20,7 @@ From the per-run measurements (:class:`sipperf.report.runs.RunMeasure`) and the 
 5. **the models**: each checked against the runs; a refuted one is declared so, with the size of
    its miss, and is used for no knee, headroom or capacity;
 6. **the capacity rule** (eq. 7.1) for cores not measured: a model prediction, shown with the
-   rule's own measured error on the lab (``datasets/lab/long``), never as a capacity.
+   rule's own measured error on the lab (:func:`sipperf.report.runs.lab_rule_miss`), never as a capacity.
 
 Thresholds for "fits": the median absolute error of the M/G/1 mean wait within
 :data:`MG1_FITS_PCT` (roughly within :data:`MG1_ROUGH_PCT`, beyond: refuted), the M/M/c/K knee
@@ -479,10 +479,12 @@ def _rule_sentences(fit, weak, head, cannot, numbers) -> None:
         if miss:
             numbers["rule_lab_ratio"] = miss["ratio"]
             numbers["rule_lab_ratio_range"] = [miss["ratio_lo"], miss["ratio_hi"]]
-            s += (f": on the lab's own {miss['cores']}-core machine (datasets/lab/long) the rule promised "
+            s += (f": on the lab's own machine ({miss['source']}, the proxy on {miss['cores']} "
+                  f"core{'s' if miss['cores'] != 1 else ''}) the rule promised "
                   f"{_f(miss['promise_cps'])} calls/s from its one-worker knee, {miss['ratio']:.1f}× "
                   f"({miss['ratio_lo']:.1f}–{miss['ratio_hi']:.1f}×) the best knee any worker count reached "
-                  f"({_f(miss['best_cps'])} calls/s with {miss['best_workers']} workers). Measure before you buy.")
+                  f"({_f(miss['best_cps'])} calls/s with {miss['best_workers']} worker"
+                  f"{'s' if miss['best_workers'] != 1 else ''}). Measure before you buy.")
         else:
             s += " (the rule was fitted by the thesis to machines with at most 6 cores)."
     if weak:
