@@ -847,3 +847,36 @@ def test_summary_probes_read_the_protocol_setup_and_skip_flagged_probes(tmp_path
     assert [q.rate_cps for q in got] == [1000]
     pd.DataFrame(rows).drop(columns=["setup", "generator_bound"]).to_csv(tmp_path / "probes.csv", index=False)
     assert sorted(q.rate_cps for q in summary_probes(tmp_path)) == [1000, 1500, 3000]   # older recordings
+
+
+def test_summary_measures_keep_one_setup_of_a_protocol_recording(tmp_path):
+    """The tracer-off twin of a sweep is another set-up and stays out of the fit; where the knee
+    searches ran counters-only (probes.csv with a setup column), the traced points' rounds are not
+    knee probes.  An older recording (no setup column) keeps every point's rounds as probes."""
+    import json
+
+    from sipperf.report.runs import summary_measures
+
+    pts = pd.DataFrame({"run_id": ["w-a", "w-b", "w-b-off"], "series": "workers", "workers": 1,
+                        "rate_cps": [1000, 2000, 2000], "tracer": ["map", "map", "none"],
+                        "tracer_pair": [np.nan, "workers-c1", "workers-c1"], "pdr": 0.0, "pdr_ci_hw": 0.0,
+                        "steady_msgs": 60000, "sojourn_n": 60000, "calls_offered": 10000})
+    pts.to_csv(tmp_path / "runs.csv", index=False)
+    comp = pd.DataFrame([dict(run_id=r, msg_type="ALL", component=k, n=60000, mean_us=m, ci_hw_us=1.0)
+                         for r in pts["run_id"] for k, m in (("k_sockq", 50.0), ("k_copy", 5.0),
+                                                            ("t_sip", 40.0), ("k_snd", 10.0))])
+    comp.to_csv(tmp_path / "components.csv", index=False)
+    for r in pts["run_id"]:
+        (tmp_path / "runs" / r).mkdir(parents=True)
+        (tmp_path / "runs" / r / "meta.json").write_text(json.dumps(
+            {"rounds": [{"proxy_socket_drops": 0, "proxy_read": 60000}]}))
+    probes = pd.DataFrame([dict(setup="protocol", workers=1, rate_cps=3000, proxy_read=17000,
+                                proxy_socket_drops=900, tracer="none")])
+    probes.to_csv(tmp_path / "probes.csv", index=False)
+    got = {rid: m for rid, _, m in summary_measures(tmp_path)}
+    assert sorted(got) == ["w-a", "w-b"]                                   # the twin is left out
+    assert all(len(m.fit_input.probes) == 0 for m in got.values())         # searched counters-only
+    assert any("not used for the knee" in w for w in got["w-a"].warnings)
+    probes.drop(columns=["setup"]).to_csv(tmp_path / "probes.csv", index=False)
+    got = {rid: m for rid, _, m in summary_measures(tmp_path)}
+    assert all(len(m.fit_input.probes) == 1 for m in got.values())         # an older recording

@@ -701,6 +701,7 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
             raise ValueError(f"{name} lacks the column(s) {', '.join(miss)}")
     if "series" in pts.columns and (pts["series"] == "workers").any():
         pts = pts[pts["series"] == "workers"]   # the rate sweeps; sched and overload points differ in set-up
+    pts, traced_apart = _one_setup(root, pts)
     hist = None
     if (root / "histograms.parquet").is_file():
         try:
@@ -758,11 +759,14 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
             share_by_type=share, pdr=pdr, pdr_se=pdr_hw / 1.96, threads=threads, steady=True,
             k_pkts=kq + (threads or 1) if kq is not None else None,
             pdr_n=float(row["steady_msgs"]) if "steady_msgs" in row and pd.notna(row["steady_msgs"]) else None,
-            probes=point_probes(root, row, threads),
+            probes=[] if traced_apart and str(row.get("tracer", "none")) != "none" else point_probes(root, row, threads),
             cpu_share=cpu_share_of({"cpu_s": row.get("proxy_cpu_s"), "window_s": row.get("proxy_cpu_window_s")}),
             cpu_source="runs.csv proxy_cpu_s / proxy_cpu_window_s")
         if fi.cpu_share is None:
             fi.cpu_source = ""
+        if traced_apart and str(row.get("tracer", "none")) != "none":
+            warnings.append("its rounds are not used for the knee: the recording searched the knee with the "
+                            "tracer off (counters only), and a traced point is another set-up")
         if kq is not None:
             warnings.append(f"socket-queue capacity: {kq:.0f} packets waiting when a message was dropped "
                             f"(median over the kept timelines of {', '.join(kq_runs)}), plus the "
@@ -791,6 +795,28 @@ def summary_measures(root, msgs_per_call: float = 6.0, fit_over: dict | None = N
                 "series": row.get("series"), "workers": threads}
         out.append((rid, meta, meas))
     return out
+
+
+def _one_setup(root: Path, pts: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The points of one set-up, and whether the recording's knee probes are counters-only.
+
+    A recording made under the lab protocol (:mod:`sipperf.lab.plan`) holds, beside each sweep, a
+    twin of one point with the tracer switched the other way (``tracer_pair``): a different
+    set-up, left out here (:func:`sipperf.lab.pairs.tracer_pairs` compares the two).  Its knee
+    searches (``probes.csv`` with a ``setup`` column) ran counters-only, without the tracer, so the
+    rounds of its traced points are not probes of the same proxy: the second value says so."""
+    if "tracer" in pts.columns and "tracer_pair" in pts.columns:
+        main = pts.loc[pts["tracer_pair"].isna(), "tracer"].dropna()
+        if len(main) and main.nunique() == 1:
+            pts = pts[pts["tracer"] == main.iloc[0]]
+    apart = False
+    f = Path(root) / "probes.csv"
+    if f.is_file() and "tracer" in pts.columns:
+        try:
+            apart = "setup" in pd.read_csv(f, nrows=0).columns
+        except (OSError, ValueError):
+            apart = False
+    return pts, apart
 
 
 # ---- drop probes of a stored recording, the rule's error on the lab, CPU from the user ------------
