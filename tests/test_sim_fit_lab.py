@@ -181,3 +181,22 @@ def test_asleep_share_is_the_switch_in_share_of_served_messages():
     ref = (ok["sockq_src"].astype(str) == "switch_in").mean()
     assert F.asleep_share(F.load_run(LAB / "runs" / rid)[0]) == pytest.approx(ref, rel=1e-12)
     assert 0.5 < ref < 1.0                         # at 25 calls/s most messages wake the worker
+
+
+def test_complete_span_of_a_kept_window_ignores_calls_that_lost_a_message():
+    """The span starts one longest *complete* call after the first INVITE (a call that lost a
+    message ends seconds later, with a retransmission) and ends at the last INVITE; exact in ns."""
+    import pandas as pd
+
+    from sipperf.ingest.lab_runs.dataset import complete_span
+
+    t0 = 1_764_000_000_123_456_789                      # epoch ns: beyond float64's exact integers
+    types = ["INVITE", "180", "200-INVITE", "ACK", "BYE", "200-BYE"]
+    rows = []
+    for k, (start, length, drop) in enumerate([(0, 300, False), (100, 5_000, True), (400, 250, False)]):
+        for j, mt in enumerate(types):
+            rows.append(dict(call_id=f"c{k}", msg_type=mt, origin="relayed", dropped=drop and mt == "BYE",
+                             t_arr=t0 + (start + length * j // 5) * 1_000_000 + 7))
+    tl = pd.DataFrame(rows)
+    lo, hi = complete_span(tl)
+    assert lo == t0 + 7 + 300 * 1_000_000 and hi == t0 + 7 + 400 * 1_000_000

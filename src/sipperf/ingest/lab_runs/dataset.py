@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sipperf.timeline import INSTANTS, IngestError, IngestReport, make_timeline
+from sipperf.timeline import CALL_FLOW, INSTANTS, IngestError, IngestReport, make_timeline
 
 TIME_COLS: tuple[str, ...] = (*INSTANTS, "t_wire_in", "t_wire_out", "t_script_in", "recv_enter",
                               "recv_copied", "send_enter")
@@ -62,6 +62,31 @@ def save_run(tl: pd.DataFrame, meta: dict, out_dir: str | Path) -> Path:
                    column_encoding={c: "DELTA_BINARY_PACKED" for c in TIME_COLS if c in d.columns})
     (out / "meta.json").write_text(json.dumps(meta, separators=(",", ":"), default=str))
     return out
+
+
+def complete_span(tl: pd.DataFrame) -> tuple[int, int]:
+    """``(start, end)`` in epoch ns (``t_arr``): the part of a kept *window* (every message of
+    consecutive calls, ``meta.json`` ``stored.timeline == "window"``) in which every datagram the
+    proxy received belongs to the window's calls.
+
+    Before ``start`` the point's earlier calls, not kept, were still sending their ACKs, BYEs and
+    200s: ``start`` is the window's first INVITE plus its longest call (first INVITE to last
+    message) among the calls that have all six messages and lost none (a call that lost one
+    ends with a retransmission or a timeout seconds later, which says nothing about the others).
+    After ``end``, the arrival of the window's last INVITE, later calls began.  With drops a few
+    late messages of earlier calls can still arrive inside the span.  A window with no complete
+    call has no span: ``ValueError``."""
+    ua = tl[(tl["origin"] != "proxy").to_numpy()] if "origin" in tl.columns else tl
+    t0 = int(ua["t_arr"].min())                      # epoch ns exceed float64's 2**53: work relative
+    t = (ua["t_arr"] - t0).to_numpy("float64")       # exact (a window spans far less than 2**53 ns)
+    inv = (ua["msg_type"].astype(str) == "INVITE").to_numpy()
+    c = pd.DataFrame({"call": ua["call_id"].to_numpy(), "t": t, "t_inv": np.where(inv, t, np.nan),
+                      "drop": ua["dropped"].fillna(False).to_numpy(bool)}).groupby("call")
+    ok = (c.size() == len(CALL_FLOW)) & ~c["drop"].any()
+    if not ok.any() or not inv.any():
+        raise ValueError("a window without a complete call (six messages, none dropped) has no complete span")
+    longest = float((c["t"].max() - c["t_inv"].min())[ok].max())
+    return t0 + int(np.nanmin(t[inv]) + longest), t0 + int(np.nanmax(t[inv]))
 
 
 def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, IngestReport]:

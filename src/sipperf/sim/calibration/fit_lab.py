@@ -69,6 +69,7 @@ import numpy as np
 import pandas as pd
 
 from sipperf.components import derive_arrays
+from sipperf.ingest.lab_runs.dataset import complete_span as lab_complete_span
 from sipperf.ingest.lab_runs.dataset import load_meta, load_run
 from sipperf.sim.fast_twin import FastTwin
 from sipperf.sim.params import TYPES, ServiceParams, SimParams, make_params
@@ -123,23 +124,11 @@ def served_mask(tl: pd.DataFrame) -> np.ndarray:
 
 def complete_span(tl: pd.DataFrame) -> tuple[float, float]:
     """``(start, end)``, ns after the window's first arrival (as :func:`rebase`): the part of a
-    kept window that holds (nearly) every datagram the proxy received.
-
-    A kept window is every message of 1,500 consecutive calls whose INVITE arrived after its
-    point's warm-up.  Before ``start`` the point's earlier calls (not kept) were still sending
-    their ACKs, BYEs and 200s (``start`` = the longest INVITE-to-last-message time of the window's
-    complete calls); after ``end``, the arrival of the window's last INVITE, its later calls
-    were.  With drops, calls that lost a message send a late ACK or BYE after SIPp's 5-s timeout,
-    so a few datagrams of earlier calls still arrive inside the span."""
-    r = rebase(tl)
-    if "origin" in r.columns:
-        r = r[(r["origin"] != "proxy").to_numpy()]
-    t = _f(r["t_arr"])
-    inv = (r["msg_type"].astype(str) == "INVITE").to_numpy()
-    c = pd.DataFrame({"call": r["call_id"].to_numpy(), "t": t, "t_inv": np.where(inv, t, np.nan),
-                      "drop": r["dropped"].fillna(False).to_numpy(bool)}).groupby("call")
-    ok = (c.size() == len(TYPES)) & ~c["drop"].any()
-    return float((c["t"].max() - c["t_inv"].min())[ok].max()), float(np.nanmax(t[inv]))
+    kept window that holds (nearly) every datagram the proxy received
+    (:func:`sipperf.ingest.lab_runs.dataset.complete_span`, which says how)."""
+    t0 = int(tl["t_arr"].min())
+    lo, hi = lab_complete_span(tl)
+    return float(lo - t0), float(hi - t0)
 
 
 def component_arrays(tl: pd.DataFrame) -> dict[str, np.ndarray]:
