@@ -18,9 +18,10 @@ series' own configuration again (``record.py``'s plan, same calls and seeds) and
 * ``protocol``   -- the same runs under the protocol's placement (proxy on CPU 0, the generator
                     and observers on CPU 1, nice 0), 4-MB buffer, retransmissions off.
 
-Per run, from the kernel's counters (no ingest): the proxy socket's drops over the datagrams it
-read plus dropped (``pdr_counters``, the protocol's definition), SIPp's own sockets' drops, its
-retransmissions and failed calls, the machine's other load.  Rates are run in a shuffled order
+Each run is a knee probe of the protocol (:func:`sipperf.lab.longrun.probe_rate`, no ingest):
+the proxy socket's drops over the datagrams it read plus dropped (``pdr_counters``), SIPp's own
+sockets' drops, its retransmissions and failed calls, the generator's verdict, the machine's
+other load and the kernel build.  Rates are run in a shuffled order
 within each replicate, the three set-ups of one rate back to back.  Every process is stopped by
 its pid (``sipperf.lab.run``); loopback only.
 """
@@ -28,11 +29,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import random
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,8 +41,8 @@ sys.path.insert(0, str(HERE))
 
 import record  # noqa: E402  (datasets/lab/record.py: the short series' plan)
 
+from sipperf.lab import longrun  # noqa: E402
 from sipperf.lab.plan import PROTOCOL_SIPP_BUFFER  # noqa: E402
-from sipperf.lab.run import run_lab  # noqa: E402
 
 VARIANTS = {
     "first": {},
@@ -63,28 +61,15 @@ def short_config(rate: int):
     return dataclasses.replace(base, rate_cps=rate, seed=rate)
 
 
-def one(cfg, scratch: Path) -> dict:
-    rd = Path(tempfile.mkdtemp(dir=scratch))
-    try:
-        run_lab(cfg, rd, log=lambda s: None)
-        m = json.loads((rd / "meta.json").read_text())
-    finally:
-        shutil.rmtree(rd, ignore_errors=True)
-    drops = int((m.get("proxy_socket") or {}).get("drops") or 0)
-    read = int(m.get("proxy_xlog_in") or 0)
-    gen = m.get("generator_sockets") or {}
-    st = m.get("sipp_stats") or {}
-    ls = m.get("load_samples") or {}
-    return {"proxy_read": read, "proxy_socket_drops": drops,
-            "pdr_counters": drops / (read + drops) if read + drops else float("nan"),
-            "generator_socket_drops": sum(int((gen.get(k) or {}).get("drops") or 0) for k in ("uac", "uas")),
-            "uac_retransmissions": int(st.get("Retransmissions(C)") or 0),
-            "failed_calls": int(st.get("FailedCall(C)") or 0),
-            "successful_calls": int(st.get("SuccessfulCall(C)") or 0),
-            "load_seconds": m.get("load_seconds"),
-            "foreign_cpu_mean": ls.get("foreign_mean"), "machine_busy": bool(ls.get("busy", False)),
-            "start_utc": m.get("start_utc"), "kernel": (m.get("versions") or {}).get("kernel"),
-            "cpu_model": (m.get("cpu") or {}).get("model")}
+def one(cfg, rate: int, replicate: int, scratch: Path) -> dict:
+    """One run of ``cfg`` as a knee probe (:func:`sipperf.lab.longrun.probe_rate`: waits for an
+    idle machine, drop rate from the proxy socket's counters, the generator's verdict), with the
+    short series' calls per run; its seed is the probe's (the rate for replicate 0, as the short
+    series had)."""
+    row = longrun.probe_rate(cfg, rate, cfg.calls / rate, scratch, force=False, wait_idle_s=300.0,
+                             log=print, run_id="short-replay", replicate=replicate)
+    row["pdr_counters"] = row.pop("pdr")
+    return row
 
 
 def main(argv=None) -> int:
@@ -101,18 +86,16 @@ def main(argv=None) -> int:
         rates = list(a.rates)
         random.Random(rep).shuffle(rates)
         for rate in rates:
-            base = dataclasses.replace(short_config(rate), seed=rate + 7919 * rep)
+            base = short_config(rate)
             for name, change in VARIANTS.items():
                 cfg = dataclasses.replace(base, **change)
                 try:
-                    r = one(cfg, a.scratch)
+                    r = one(cfg, rate, rep, a.scratch)
                 except Exception as e:  # noqa: BLE001 - one failed run must not lose the others
                     print(f"{name:11s} {rate:5d} rep {rep}: FAILED {type(e).__name__}: {e}", flush=True)
                     continue
-                r.update({"variant": name, "rate_cps": rate, "replicate": rep, "calls": cfg.calls,
-                          "seed": cfg.seed, "placement": cfg.placement, "load_nice": cfg.load_nice,
-                          "sipp_buffer_bytes": cfg.sipp_buffer_bytes, "retransmissions": cfg.retransmissions,
-                          "tracer": cfg.tracer})
+                r.update({"variant": name, "sipp_buffer_bytes": cfg.sipp_buffer_bytes,
+                          "retransmissions": cfg.retransmissions})
                 rows.append(r)
                 print(f"{name:11s} {rate:5d} rep {rep}: pdr {r['pdr_counters']:.4f}, SIPp socket drops "
                       f"{r['generator_socket_drops']}, retransmissions {r['uac_retransmissions']}, "

@@ -637,6 +637,8 @@ def probe_rate(cfg: LabConfig, rate: float, seconds: float, scratch: Path, *, fo
                 "proxy_socket_drops": drops,
                 "pdr": drops / (read + drops) if read + drops else float("nan"),
                 "successful_calls": st.get("SuccessfulCall(C)"), "failed_calls": st.get("FailedCall(C)"),
+                "uac_retransmissions": rs["uac_retransmissions"],
+                "kernel": (meta.get("versions") or {}).get("kernel"),
                 "tracer": cfg.tracer, "capture": cfg.capture, "placement": rs["placement"],
                 "load_nice": cfg.load_nice, "netns": cfg.netns,
                 "proxy_cpu_s": rs["proxy_cpu_s"], "proxy_cpu_window_s": rs["proxy_cpu_window_s"],
