@@ -161,6 +161,32 @@ def test_hash_strings_reference():
     assert compact.hash_strings(pd.Series(vals, dtype=object)).tolist() == want
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_sorting_only_the_disordered_groups_equals_the_full_sort(seed):
+    """A close re-sorts only the groups holding an out-of-order pair: the same order as sorting
+    every row by (group, ts, frame, seq), on rows where a few groups are disordered, ties in ts
+    and several messages per frame."""
+    rng = np.random.default_rng(seed)
+    n = 5000
+    grp = rng.integers(0, 400, n)
+    gh = grp.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    seq = np.arange(n, dtype=np.int64)
+    ts = np.sort(rng.integers(0, 3000, n)).astype(np.int64)
+    frame = np.arange(n, dtype=np.int64) // rng.integers(1, 3)
+    for g in rng.choice(400, 5 * seed, replace=False):   # seed 0: in order, no group to sort
+        rows = np.flatnonzero(grp == g)
+        ts[rows] = ts[rows][::-1]
+    o = {"ts": ts, "frame": frame, "seq": seq}
+    order = np.argsort(gh, kind="stable")
+    ghs, ts_s, fr_s = gh[order], ts[order], frame[order]
+    same = ghs[1:] == ghs[:-1]
+    bad = same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (fr_s[1:] < fr_s[:-1])))
+    assert bool(bad.any()) == (seed > 0)
+    got = stream._sort_groups(order, same, bad, o)
+    assert np.array_equal(got, np.lexsort((seq, frame, ts, gh)))
+    assert np.array_equal(order, np.argsort(gh, kind="stable"))  # the caller's order untouched
+
+
 def test_capture_sets_groups_ring_buffer_names(tmp_path):
     names = ["x_00002_20261123190100.pcapng", "x_00001_20261123190000.pcapng", "x_00010_20261123190900.pcapng",
              "y_00001_20261123190000.pcapng", "plain.pcapng", "x_00003_20261123190200.pcap"]

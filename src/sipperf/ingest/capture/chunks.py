@@ -49,8 +49,11 @@ def peak_rss_mb() -> float:
     return float("nan")
 
 
-#: chunks read ahead from the reader process while the analysis works (memory: about 40 MB each)
-READ_AHEAD = 6
+#: chunks read ahead from the reader process while the analysis works (memory: 20-40 MB each).
+#: Twelve cover the analysis's longest close (about 2 s with 4 M rows open) at the reader's pace
+#: (about 700 k rows/s): with six, the reader of a 12 M-packet capture sat blocked for 5 s of its
+#: 20 (bench/scale.py; docs/formats.md); the peak memory of the process tree did not change
+READ_AHEAD = 12
 
 
 def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool = False) -> Iterator[tuple]:

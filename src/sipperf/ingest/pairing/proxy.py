@@ -49,18 +49,31 @@ from sipperf.ingest.pairing.vantage import endpoint, find_nodes, parse_socket, p
 NO_BOUND = np.iinfo(np.int64).max
 
 
-@njit(cache=True, nogil=True)
 def overtaken_max(a: np.ndarray, d: np.ndarray) -> int:
     """The largest number of pairs that overtook one pair: max over i of #{j : a[j] > a[i] and
     d[j] < d[i]} (arrival ``a``, departure ``d``, int64 ns; 0 for no pair).  A Fenwick tree over
-    the departures' ranks, pairs taken by decreasing arrival: O(n log n)."""
-    n = a.shape[0]
+    the departures' ranks, pairs taken by decreasing arrival: O(n log n).  The sorts run in
+    numpy (the pairs come nearly sorted both ways), the tree in :func:`_overtaken_fenwick`."""
+    a = np.asarray(a, np.int64)
+    d = np.asarray(d, np.int64)
+    n = len(a)
     if n == 0:
         return 0
-    order = np.argsort(a, kind="mergesort")
-    # each pair's departure rank: the departures strictly smaller than it lie at positions < rank
-    rank = np.searchsorted(np.sort(d), d)[order]
-    a_o = a[order]
+    order = np.argsort(a, kind="stable")
+    d_o = d[order]
+    # each pair's departure rank: the number of departures strictly smaller than its own
+    by_d = np.argsort(d_o, kind="stable")
+    ds = d_o[by_d]
+    first = np.concatenate([[True], ds[1:] != ds[:-1]])
+    rank = np.empty(n, np.int64)
+    rank[by_d] = np.maximum.accumulate(np.where(first, np.arange(n, dtype=np.int64), 0))
+    return int(_overtaken_fenwick(a[order], rank))
+
+
+@njit(cache=True, nogil=True)
+def _overtaken_fenwick(a_o: np.ndarray, rank: np.ndarray) -> int:
+    """:func:`overtaken_max` on pairs sorted by arrival (``a_o``), with their departure ranks."""
+    n = a_o.shape[0]
     tree = np.zeros(n + 1, np.int64)
     best = 0
     k = n - 1
