@@ -163,9 +163,10 @@ def test_hash_strings_reference():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_sorting_only_the_disordered_groups_equals_the_full_sort(seed):
-    """A close re-sorts only the groups holding an out-of-order pair: the same order as sorting
-    every row by (group, ts, frame, seq), on rows where a few groups are disordered, ties in ts
-    and several messages per frame."""
+    """A close (and the set-aside groups at the end) sort rows by group and re-sort only the groups
+    holding an out-of-order pair: the same order as sorting every row by (group, ts, frame, seq),
+    on rows where a few groups are disordered in time, ties in ts, several messages per frame,
+    and (odd seeds) rows of one frame out of seq order."""
     rng = np.random.default_rng(seed)
     n = 5000
     grp = rng.integers(0, 400, n)
@@ -176,15 +177,48 @@ def test_sorting_only_the_disordered_groups_equals_the_full_sort(seed):
     for g in rng.choice(400, 5 * seed, replace=False):   # seed 0: in order, no group to sort
         rows = np.flatnonzero(grp == g)
         ts[rows] = ts[rows][::-1]
+    if seed % 2:
+        ts[:] = 7
+        frame[:] = 3
+        seq = rng.permutation(n).astype(np.int64)
     o = {"ts": ts, "frame": frame, "seq": seq}
-    order = np.argsort(gh, kind="stable")
-    ghs, ts_s, fr_s = gh[order], ts[order], frame[order]
-    same = ghs[1:] == ghs[:-1]
-    bad = same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (fr_s[1:] < fr_s[:-1])))
+    stable = np.argsort(gh, kind="stable")
+    same = gh[stable][1:] == gh[stable][:-1]
+    bad = stream._out_of_order(stable, same, o)
     assert bool(bad.any()) == (seed > 0)
-    got = stream._sort_groups(order, same, bad, o)
-    assert np.array_equal(got, np.lexsort((seq, frame, ts, gh)))
-    assert np.array_equal(order, np.argsort(gh, kind="stable"))  # the caller's order untouched
+    want = np.lexsort((seq, frame, ts, gh))
+    assert np.array_equal(stream._sort_groups(stable, same, bad, o), want)
+    assert np.array_equal(stable, np.argsort(gh, kind="stable"))  # the caller's order untouched
+    got, got_same = stream._group_order(gh, o)
+    assert np.array_equal(got, want) and np.array_equal(got_same, same)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sorting_inside_groups_equals_lexsort(seed):
+    """The call records' order: a stable sort by group, then each group sorted in place by
+    (first, frame, egress-only, seq) -- small groups by insertion, large ones key by key -- is
+    ``np.lexsort((seq, eo, frame, first, group))``, ties included."""
+    from sipperf.analysis import stream_kernels as K
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    n_groups = 20 if seed < 4 else 400    # groups of ~150 rows (sorted key by key), or of ~8
+    grp = rng.integers(0, n_groups, n)
+    if seed % 2:
+        grp = np.sort(grp)
+    first = rng.integers(0, 5, n).astype(np.int64)
+    frame = rng.integers(0, 3, n).astype(np.int64)
+    eo = rng.integers(0, 2, n).astype(bool)
+    seq = rng.permutation(n).astype(np.int64)
+    if seed % 4 == 0:
+        first[:] = 1
+        frame[:] = 1
+    order = np.argsort(grp, kind="stable")
+    g = grp[order]
+    gstart = np.append(np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]])), n).astype(np.int64)
+    assert (np.diff(gstart).min() > K.SMALL_GROUP) == (seed < 4)
+    K.sort_within_groups(order, gstart, first, frame, eo.view(np.int8), seq)
+    assert np.array_equal(order, np.lexsort((seq, eo, frame, first, grp)))
 
 
 def test_capture_sets_groups_ring_buffer_names(tmp_path):

@@ -91,6 +91,27 @@ def _trim() -> None:
 _LIBC = None
 
 
+def _out_of_order(order: np.ndarray, same: np.ndarray, o: dict) -> np.ndarray:
+    """``bad[i]``: positions i and i+1 of ``order`` are one group (``same[i]``) and out of
+    (ts, frame, seq) order."""
+    ts, fr, sq = o["ts"][order], o["frame"][order], o["seq"][order]
+    return same & ((ts[1:] < ts[:-1]) | ((ts[1:] == ts[:-1]) & (
+        (fr[1:] < fr[:-1]) | ((fr[1:] == fr[:-1]) & (sq[1:] < sq[:-1])))))
+
+
+def _group_order(gh: np.ndarray, o: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The order of ``lexsort((seq, frame, ts, gh))`` and ``same`` (see :func:`_sort_groups`),
+    for rows that mostly come in (ts, frame, seq) order within a group already: a stable sort by
+    group, then only the disordered groups sorted."""
+    order = np.argsort(gh, kind="stable")
+    ghs = gh[order]
+    same = ghs[1:] == ghs[:-1]
+    bad = _out_of_order(order, same, o)
+    if bad.any():
+        order = _sort_groups(order, same, bad, o)
+    return order, same
+
+
 def _sort_groups(order: np.ndarray, same: np.ndarray, bad: np.ndarray, o: dict) -> np.ndarray:
     """``order`` (rows by group, each group's rows contiguous; ``same[i]``: positions i and i+1
     are one group) with the rows of every group that holds an out-of-order pair (``bad[i]``)
@@ -337,15 +358,14 @@ class Engine:
         # rows arrive in capture order: a stable sort by group keeps it inside each group, and
         # only a group whose rows are out of (ts, frame) order needs the full sort (none can be
         # when every row came in time order: frames grow with the rows)
-        order = np.argsort(gh, kind="stable")
-        ghs, ts_s = gh[order], o["ts"][order]
-        same = ghs[1:] == ghs[:-1]
-        if not self.in_order:
-            fr_s = o["frame"][order]
-            bad = same & ((ts_s[1:] < ts_s[:-1]) | ((ts_s[1:] == ts_s[:-1]) & (fr_s[1:] < fr_s[:-1])))
-            if bad.any():
-                order = _sort_groups(order, same, bad, o)
-                ts_s = o["ts"][order]
+        if self.in_order:
+            order = np.argsort(gh, kind="stable")
+            ghs = gh[order]
+            same = ghs[1:] == ghs[:-1]
+        else:
+            order, same = _group_order(gh, o)
+            ghs = gh[order]
+        ts_s = o["ts"][order]
         start = np.flatnonzero(np.concatenate([[True], ~same]))
         sizes = np.diff(np.append(start, len(order)))
         last = np.maximum.reduceat(ts_s, start)
@@ -431,6 +451,8 @@ class Engine:
 
     def _process(self, b: dict, gstart: np.ndarray, resolvers: list | None = None) -> None:
         dv = self._derived(b)
+        live = None        # the rows processed now (None: every row of the batch)
+        done_g = None      # the groups processed now (None: every group)
         if self.vantage.kind != "endpoint":
             passes = [self._hop_pass(b, gstart, acc, dv, resolvers[h] if resolvers else None)
                       for h, acc in enumerate(self.hops)]
@@ -440,12 +462,13 @@ class Engine:
                     amb |= ps["gamb"]
                 if amb.any():
                     # a transaction where an egress copy could forward several copies waits for the
-                    # end: its pairing needs the certain pairs of the whole capture (proxy.choose)
+                    # end: its pairing needs the certain pairs of the whole capture (proxy.choose).
+                    # The other groups go on from the same passes (a group's pass sees that group only)
                     self.stash.append(self._take_groups(b, gstart, amb)[0])
-                    b, gstart = self._take_groups(b, gstart, ~amb)
-                    if b["n"]:
-                        self._process(b, gstart)
-                    return
+                    if amb.all():
+                        return
+                    done_g = ~amb
+                    live = np.repeat(done_g, np.diff(gstart))
             else:
                 for ps, acc in zip(passes, self.hops):
                     acc.amb += ps["amb_stats"]
@@ -453,13 +476,14 @@ class Engine:
         meth = b["method"]
         meth_up, cm_up = dv["meth_up"], dv["cm_up"]
         what = dv["what"]
-        tmin = int(b["ts"].min())
+        tmin = int((b["ts"] if live is None else b["ts"][live]).min())
         self.t_min = tmin if self.t_min == NA else min(self.t_min, tmin)
         files = b["file"]
         if n and files.min() != files.max():
             fmin = np.minimum.reduceat(files, gstart[:-1])
             fmax = np.maximum.reduceat(files, gstart[:-1])
-            self.cross_file["groups_across_files"] += int((fmin != fmax).sum())
+            across = fmin != fmax
+            self.cross_file["groups_across_files"] += int((across if done_g is None else across & done_g).sum())
         if self.vantage.kind == "endpoint":
             self._process_endpoint(b, gstart, what, meth_up, cm_up)
             return
@@ -469,10 +493,13 @@ class Engine:
             sock, role, partner, eo, disp = ps["sock"], ps["role"], ps["partner"], ps["eo"], ps["disp"]
             s_in = sock[b["src"]]
             d_in = sock[b["dst"]]
+            if live is not None:
+                s_in &= live
+                d_in &= live
             self._used_mask = (s_in ^ d_in) if h == 0 else (self._used_mask | (s_in ^ d_in))
             acc.used_self += int((s_in & d_in).sum())
-            ing = np.flatnonzero(role == K.ROLE_IN)
-            eos = np.flatnonzero(eo)
+            ing = np.flatnonzero(role == K.ROLE_IN if live is None else (role == K.ROLE_IN) & live)
+            eos = np.flatnonzero(eo if live is None else eo & live)
             paired = partner[ing] >= 0
             acc.n_in += len(ing)
             acc.n_paired += int(paired.sum())
@@ -596,11 +623,14 @@ class Engine:
     def _records(self, t: dict) -> None:
         if not len(t["grp"]):
             return
-        order = np.lexsort((t["seq"], t["eo"], t["frame"], t["first"], t["grp"]))
-        t = {k: v[order] for k, v in t.items()}
-        grp = t["grp"]
+        # lexsort((seq, eo, frame, first, grp)): the rows come in runs already sorted by group, so
+        # a stable sort by group, then each group's few rows sorted in place (a compiled pass)
+        order = np.argsort(t["grp"], kind="stable")
+        grp = t["grp"][order]
         gstart = np.flatnonzero(np.concatenate([[True], grp[1:] != grp[:-1]]))
         gstart = np.append(gstart, len(grp)).astype(I64)
+        K.sort_within_groups(order, gstart, t["first"], t["frame"], t["eo"].view(np.int8), t["seq"])
+        t = {k: v[order] for k, v in t.items()}
         d = t["disp"]
         notdeliv = np.isin(d, (K.D_DROPPED, K.D_100, K.D_ACK, K.D_CANCEL, K.D_RETRANS, K.D_AFTER_FINAL, K.D_OWN))
         own = d == K.D_ORIGINATED
@@ -639,10 +669,10 @@ class Engine:
         st["n"] = len(st["seq"])
         self.stash = []
         gh = self._group_hash(st["call"], st["cseq"])
-        order = np.lexsort((st["seq"], st["frame"], st["ts"], gh))
+        # every piece is in group order already: a merge, then the groups split across pieces
+        order, same = _group_order(gh, st)
         st = {k: (v[order] if k != "n" else v) for k, v in st.items()}
-        ghs = gh[order]
-        start = np.flatnonzero(np.concatenate([[True], ghs[1:] != ghs[:-1]]))
+        start = np.flatnonzero(np.concatenate([[True], ~same]))
         gstart = np.append(start, st["n"]).astype(I64)
         dv = self._derived(st)
         resolvers = []

@@ -380,3 +380,45 @@ def call_records(gstart, is_req, meth_up, cm_up, status, req_t, resp_t, notdeliv
             x_tfin[nx] = tfin
             nx += 1
     return nc, nx
+
+
+@njit(cache=True, nogil=True)
+def _before(k1, k2, k3, k4, a, b) -> bool:
+    """Row ``a`` sorts before row ``b`` by (k1, k2, k3, k4)."""
+    if k1[a] != k1[b]:
+        return k1[a] < k1[b]
+    if k2[a] != k2[b]:
+        return k2[a] < k2[b]
+    if k3[a] != k3[b]:
+        return k3[a] < k3[b]
+    return k4[a] < k4[b]
+
+
+#: groups up to this many rows are sorted by insertion; larger ones by stable sorts, key by key
+SMALL_GROUP = 48
+
+
+@njit(cache=True, nogil=True)
+def sort_within_groups(order, gstart, k1, k2, k3, k4):
+    """Sort ``order`` (row indices, each group's rows contiguous between ``gstart[g]`` and
+    ``gstart[g+1]``) inside every group by (k1, k2, k3, k4) of the rows, stably, in place:
+    with ``order`` a stable sort by group, the order of ``np.lexsort((k4, k3, k2, k1, group))``.
+    Groups are a transaction's handful of messages: an insertion sort, unless a group is large."""
+    for g in range(gstart.shape[0] - 1):
+        s = gstart[g]
+        e = gstart[g + 1]
+        if e - s <= SMALL_GROUP:
+            for i in range(s + 1, e):
+                r = order[i]
+                j = i - 1
+                while j >= s and _before(k1, k2, k3, k4, r, order[j]):
+                    order[j + 1] = order[j]
+                    j -= 1
+                order[j + 1] = r
+        else:
+            idx = order[s:e].copy()
+            idx = idx[np.argsort(k4[idx], kind="mergesort")]
+            idx = idx[np.argsort(k3[idx], kind="mergesort")]
+            idx = idx[np.argsort(k2[idx], kind="mergesort")]
+            idx = idx[np.argsort(k1[idx], kind="mergesort")]
+            order[s:e] = idx
