@@ -137,6 +137,32 @@ def test_open_rows_are_bounded(tmp_path):
     assert out.report.balanced
 
 
+def test_a_capture_cut_shorter_while_read_is_a_clear_error(tmp_path, monkeypatch):
+    """The reader process maps a large file: one cut shorter under it (overwritten in place) ends
+    that process (SIGBUS), and the analysis says so as an IngestError naming the file, not as a
+    crash.  A DERIVED capture: the fixture udp4.pcapng repeated to 200 MB, shifted in time; with
+    one chunk read ahead the reader waits after about 4 x 65,536 packets (130 MB), then the file
+    is cut to 1 MB."""
+    import os
+
+    import capgen
+    from sipperf.ingest.capture import chunks
+
+    recs = capgen.records(FIX / "udp4.pcapng")
+    span = recs[-1][0] - recs[0][0] + 1_000_000
+    copies = (200 << 20) // (FIX / "udp4.pcapng").stat().st_size + 1
+    path = capgen.write_records(tmp_path / "big.pcapng",
+                                [(ts + k * span, link, data) for k in range(copies) for ts, link, data in recs])
+    monkeypatch.setattr(chunks, "READ_AHEAD", 1)
+    it = chunks.produce_in_helper(str(path))
+    assert next(it)[0] == "chunk"
+    os.truncate(path, 1 << 20)
+    with pytest.raises(IngestError, match="cut shorter while it was being read") as e:
+        for _ in it:
+            pass
+    assert str(path) in str(e.value)
+
+
 def _fnv_fmix(b: bytes) -> int:
     """Independent reference of compact.hash_strings (FNV-1a 64, murmur3 fmix64), in Python."""
     if not b:

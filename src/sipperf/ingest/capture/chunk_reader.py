@@ -14,8 +14,11 @@ import time
 
 
 def main(argv: list[str]) -> int:
+    from sipperf.ingest.capture import fast
     from sipperf.ingest.capture.chunks import peak_rss_mb, produce
     from sipperf.timeline import IngestError
+
+    fast.MAP_MIN_BYTES = 1 << 24  # this process only reads: map large files (fast._Source._map)
 
     path, chunk_rows, strict = argv[0], int(argv[1]), argv[2] == "1"
     out = sys.stdout.buffer

@@ -62,6 +62,7 @@ def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool =
     come (up to :data:`READ_AHEAD` ahead), so the reader never waits while the analysis closes a large batch."""
     import pickle
     import queue
+    import signal
     import subprocess
     import sys
     import tempfile
@@ -99,6 +100,9 @@ def produce_in_helper(path: str, *, chunk_rows: int = CHUNK_ROWS, strict: bool =
                 proc.wait()
                 errf.seek(0)
                 err = errf.read().decode(errors="replace").strip().splitlines()
+                if proc.returncode == -signal.SIGBUS:  # its mapped file shrank under it (fast._Source._map)
+                    raise IngestError(path, "while reading", "the file was cut shorter while it was being read "
+                                      "(overwritten in place?): read it again once it is complete")
                 raise RuntimeError(f"the reader process for {path} ended without a result (exit code "
                                    f"{proc.returncode}): {err[-1] if err else ''}") from None
             if msg[0] == "error":

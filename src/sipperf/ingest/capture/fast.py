@@ -32,6 +32,7 @@ Decisions documented here:
 """
 from __future__ import annotations
 
+import mmap
 import os
 import socket
 import struct
@@ -80,6 +81,13 @@ _STR_COLS = {"call_id": ps.S_CALLID, "cseq_method": ps.S_CSEQM, "method": ps.S_M
 #: the string columns compact chunks are made from (the others are not built on that path)
 _COMPACT_STR = ("call_id", "cseq_method", "method", "via_branch")
 RECORDS_PER_CALL = 65536
+#: a plain file larger than this is mapped, not read window by window (see _Source._map); None:
+#: never.  Only the streaming engine's reader process (:mod:`.chunk_reader`) maps: a file cut
+#: shorter while mapped ends the process that reads it (SIGBUS), and there that is a reader
+#: process the analysis reports on, not the analysis itself
+MAP_MIN_BYTES: int | None = None
+#: a mapped file's read pages are dropped this many bytes at a time
+RELEASE_BYTES = 1 << 26
 _T = TypeVar("_T")
 
 
@@ -382,16 +390,44 @@ class _Source:
         self.gz = head[:2] == GZIP_MAGIC
         self.size = os.fstat(self.fh.fileno()).st_size
         self.problem: str | None = None  # a gzip stream cut short or corrupt
-        self.buf = np.empty(window, np.uint8)
         self.end = 0
         self.base = 0
         self.eof = False
         self.pending = b""  # decompressed bytes that did not fit yet
         self.dec = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
-        self.fill(0)
+        self.mm = (self._map() if not self.gz and MAP_MIN_BYTES is not None and self.size > MAP_MIN_BYTES
+                   else None)
+        if self.mm is not None:
+            self.buf = np.frombuffer(self.mm, np.uint8)
+            self.end = self.size
+            self.eof = True
+            self.released = 0
+        else:
+            self.buf = np.empty(window, np.uint8)
+            self.fill(0)
         if self.gz and self.end == 0 and self.problem:
             raise IngestError(path, "byte 0", f"gzip data unreadable: {self.problem}")
         self.fmt = sniff_format(path, self.buf[:min(4, self.end)].tobytes())
+
+    def _map(self):
+        """The whole file mapped (copy-on-write: the array is writable, the file never
+        written), so the compiled pass reads the page cache in place instead of a copy of it
+        (2 s less for a 6 GB capture); None where the file cannot be mapped (then it is read
+        window by window).  What is read is the file as long as it was when opened."""
+        try:
+            return mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (OSError, ValueError):
+            return None
+
+    def release(self, upto: int) -> None:
+        """The bytes before ``upto`` are read: drop their pages from this process (a mapped
+        file), so its resident memory stays a window, not the file."""
+        if self.mm is None:
+            return
+        upto -= upto % mmap.PAGESIZE
+        if upto - self.released >= RELEASE_BYTES:
+            self.mm.madvise(mmap.MADV_DONTNEED, self.released, upto - self.released)
+            self.released = upto
 
     def fill(self, keep_from: int) -> None:
         """Drop ``buf[:keep_from]``, then fill the window (grown if the rest already fills it)."""
@@ -457,6 +493,11 @@ class _Source:
 
     def close(self) -> None:
         self.buf = None
+        if self.mm is not None:
+            try:
+                self.mm.close()
+            except BufferError:  # an array still looks at it: unmapped when that goes
+                pass
         self.fh.close()
 
 
@@ -552,6 +593,7 @@ def _read(path: str | os.PathLike, report: IngestReport | None, *, chunk_rows: i
              state.op, state.ob) = res
             if n:
                 out.add(n, state.I, state.O, state.V, state.D)
+            src.release(pos)
             if bar is not None:
                 bar.update((src.fh.tell() if src.gz else src.base + pos) - bar.n)
             if out.rows >= chunk_rows:
