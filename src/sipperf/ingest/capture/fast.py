@@ -415,9 +415,11 @@ class _Source:
         (2 s less for a 6 GB capture); None where the file cannot be mapped (then it is read
         window by window).  What is read is the file as long as it was when opened."""
         try:
-            return mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_COPY)
+            mm = mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_COPY)
         except (OSError, ValueError):
             return None
+        mm.madvise(mmap.MADV_SEQUENTIAL)  # read once, front to back: read ahead of the faults
+        return mm
 
     def release(self, upto: int) -> None:
         """The bytes before ``upto`` are read: drop their pages from this process (a mapped
