@@ -247,6 +247,20 @@ def test_sorting_inside_groups_equals_lexsort(seed):
     assert np.array_equal(order, np.lexsort((seq, eo, frame, first, grp)))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_one_hop_batch_means_order_is_the_row_order(seed):
+    """With one hop the engine takes the timeline's row order (instant, seq) for the batch means
+    instead of sorting again by the instant as float64 first: the same order, float ties (ns
+    instants near 1.7e18 share a float64 every 256 ns) included."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    t = 1_700_000_000_000_000_000 + rng.integers(0, 5_000, n).astype(np.int64)   # many float ties
+    seq = rng.permutation(n).astype(np.int64)
+    hop_i = np.zeros(n, np.int8)
+    assert len(np.unique(t.astype(np.float64))) < len(np.unique(t))
+    assert np.array_equal(stream._ci_order(t, hop_i, seq), np.lexsort((seq, t, hop_i)))
+
+
 def test_capture_sets_groups_ring_buffer_names(tmp_path):
     names = ["x_00002_20261123190100.pcapng", "x_00001_20261123190000.pcapng", "x_00010_20261123190900.pcapng",
              "y_00001_20261123190000.pcapng", "plain.pcapng", "x_00003_20261123190200.pcap"]

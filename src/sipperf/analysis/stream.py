@@ -824,6 +824,7 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
     fig_t = np.zeros(0)
     fig_a: dict[str, np.ndarray] = {}
     by_hop = None
+    one_hop_soj = None  # the sojourns in row order, when there is one hop
     if v.kind == "endpoint":
         comp = _components_table(e.types_all, np.zeros(0, I64), np.zeros(0, np.int8), None)
     else:
@@ -835,15 +836,18 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
             allv = {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
         order = np.lexsort((allv["seq"], allv["t_arr"], hop_i))  # the timeline's row order
         soj, types = allv["soj"][order], allv["type"][order]
+        # one hop: the batch-means order (float instant, hop, instant, seq) is the row order, the
+        # float of an instant being monotone in it (equal floats are then ordered by the instant)
+        ci = order if len(parts) == 1 else _ci_order(allv["t_arr"], hop_i, allv["seq"])
+        one_hop_soj = soj if len(parts) == 1 else None
         del order
-        ci = _ci_order(allv["t_arr"], hop_i, allv["seq"])
         ci_vals = allv["soj"][ci] / 1e3
         if figures:
             fig_t = allv["t_arr"][ci].astype(np.float64)
             fig_a = {"sojourn": allv["soj"][ci].astype(np.float64)}
         del ci
         comp = _components_table(e.types_all, soj, types, ci_vals)
-        del soj, types, ci_vals
+        del types, ci_vals
         if len(e.hops) > 1:
             tabs = []
             for h, (acc, p_) in enumerate(zip(e.hops, parts)):
@@ -952,8 +956,10 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
             dcount = {name: int(acc.disp[i]) for i, name in enumerate(hop.DISPOSITIONS) if acc.disp[i]}
             rep.notes.append(f"{pre}dispositions: " + ", ".join(f"{k} {x}" for k, x in dcount.items()))
             vals = parts[h]
-            o = np.lexsort((vals["seq"], vals["t_arr"]))
-            sj = vals["soj"][o].astype(np.float64) / 1e3
+            if one_hop_soj is not None:
+                sj = one_hop_soj.astype(np.float64) / 1e3
+            else:
+                sj = vals["soj"][np.lexsort((vals["seq"], vals["t_arr"]))].astype(np.float64) / 1e3
             relayed, dropped = dcount.get(hop.RELAYED, 0), dcount.get(hop.DROPPED, 0)
             per_hop.append({
                 "hop": h + 1, "proxy": acc.socket, "messages": int(acc.n_rows), "dispositions": dcount,
