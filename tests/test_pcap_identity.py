@@ -19,29 +19,8 @@ CAPTURES = sorted(FIX.glob("*.pcapng"))
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 
 
-@pytest.fixture(autouse=True, params=["window", "mapped"])
-def reader_mode(request, monkeypatch):
-    """Every test here twice: the file read window by window, and mapped with its read pages
-    dropped as it goes (how the streaming engine's reader process reads files over 16 MB),
-    forced on these small files -- so a truncation, a corrupt record or a cut inside a record
-    is told the same way."""
-    from sipperf.ingest.capture import fast
-
-    if request.param == "mapped":
-        monkeypatch.setattr(fast, "MAP_MIN_BYTES", 0)
-        monkeypatch.setattr(fast, "RELEASE_BYTES", 4096)
-    else:
-        monkeypatch.setattr(fast, "MAP_MIN_BYTES", None)
-    modes = []
-    init = fast._Source.__init__
-
-    def spy(self, *a, **k):
-        init(self, *a, **k)
-        modes.append("gz" if self.gz else "mapped" if self.mm is not None else "window")
-
-    monkeypatch.setattr(fast._Source, "__init__", spy)
-    yield request.param
-    assert set(modes) <= {request.param, "gz"}, modes
+#: every test here twice: the capture read window by window, and mapped (conftest.reader_mode)
+pytestmark = pytest.mark.usefixtures("reader_mode")
 
 
 def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
