@@ -55,7 +55,17 @@ static: $(STAMP)
 	@$(BIN)/python -c 'import mathjax, os, shutil; src = os.path.join(os.path.dirname(mathjax.__file__), "static", "mathjax", "es5"); dst = "book/_static/mathjax/es5"; shutil.rmtree(dst, ignore_errors=True); shutil.copytree(src, dst)'
 
 # --- the book ----------------------------------------------------------------------------------
+# Jupyter Book's cache keys a chapter on its code cells only: a changed dataset or library would
+# leave stale numbers in the book.  Its cache is dropped whenever anything under datasets/ or
+# src/ changed since the last build (names, sizes, times), with the pages read from it, so every
+# chapter runs again and reads what is there.
 book: setup
+	@inputs=$$(find datasets src -type f -not -path '*/__pycache__/*' -printf '%P %s %T@\n' | sort | sha1sum); \
+	if [ "$$inputs" != "$$(cat _build/.inputs-stamp 2>/dev/null)" ]; then \
+	  [ -d _build/.jupyter_cache ] && echo "datasets/ or src/ changed: every chapter runs again"; \
+	  rm -rf _build/.jupyter_cache _build/.doctrees; \
+	fi; \
+	mkdir -p _build && echo "$$inputs" > _build/.inputs-stamp
 	@start=$$(date +%s); \
 	SIPPERF_STATIC=1 $(BIN)/jupyter-book build . $(JB_FLAGS) || { cat _build/html/reports/*.log 2>/dev/null | tail -50; exit 1; }; \
 	echo "Built in $$(( $$(date +%s) - start )) s"; \
