@@ -65,7 +65,15 @@ Speed: the small helpers (:mod:`.primitives`, :mod:`.values`) and the row writer
 at Numba IR level (``inline="always"``, across files): a call with a dozen array arguments
 costs more than the work of most of them.  The per-packet call chain
 (:func:`.packet._packet`, :func:`.tcp._tcp`, :func:`.sip.parse_sip`) gets its arrays without
-reference counting (:func:`.primitives._borrow`).  ``bench/ingest.py`` measures the reader,
+reference counting (:func:`.primitives._borrow`), and the plain-UDP path runs without Numba's
+reference counting altogether: :func:`.packet._packet` and :func:`.sip.parse_sip` are compiled
+with ``_nrt=False`` (their callees inherit it, so nothing under them allocates; a TCP segment
+goes back to the record walk, which hands it to :func:`.packet._segment`), and the record walk
+in :func:`.records.scan` grows its arrays in an outer loop, so that no array is reassigned in
+the loop over records.  Each of the three had cost an eighth or more of the pass: a counted
+array costs two calls (an atomic increment and decrement when it is not borrowed) wherever it
+is passed, reassigned or dropped, and the per-packet functions have some thirty array arguments
+and a return on every malformed case.  ``bench/ingest.py`` measures the reader,
 ``bench/scale.py`` the compiled pass alone.
 
 Where new protocol support goes: another link type, tunnel or encapsulation carried in UDP

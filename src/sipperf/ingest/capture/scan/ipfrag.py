@@ -2,15 +2,18 @@
 and family, identification) in at most ``MAX_FRAG_SLOTS`` slots of ``MAX_FRAGS`` fragments,
 their bytes in a shared arena; a datagram is complete when the fragments cover
 ``[0, total)`` without a hole.  Later data at the same offset replaces earlier; the packets
-of a datagram are counted with its outcome.
+of a datagram are counted with its outcome.  A slot keeps its fragments sorted by offset.
+
+No allocation here (the copies are memcpy): :func:`_frag` runs inside the packet walk, which is
+compiled without reference counting (:mod:`.packet`).
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from .layout import (FR_NFRAG, FR_NFRAMES, FR_TOTAL, FR_USED, MAX_FRAGS, MAX_FRAG_SLOTS,
                      R_FRAG_LIMIT, ST_FARENA, ST_NFRAG)
+from .primitives import _copy
 
 
 @njit(cache=True)
@@ -57,10 +60,16 @@ def _frag(frs, frl, farena, st, cnt, k0, k1, k2, k3, k4, k5, off, more, a, ps, p
         if nf >= MAX_FRAGS:
             cnt[R_FRAG_LIMIT] += w
             return -1, 0
+        # the slot's fragments stay sorted by offset (offsets are unique: see above)
         j = nf
+        while j > 0 and frl[slot, j - 1, 0] > off:
+            frl[slot, j, 0] = frl[slot, j - 1, 0]
+            frl[slot, j, 1] = frl[slot, j - 1, 1]
+            frl[slot, j, 2] = frl[slot, j - 1, 2]
+            j -= 1
         frs[slot, FR_NFRAG] = nf + 1
     o = st[ST_FARENA]
-    farena[o:o + n] = a[ps:pe]
+    _copy(farena, o, a, ps, n)
     st[ST_FARENA] = o + n
     frl[slot, j, 0] = off
     frl[slot, j, 1] = n
@@ -71,12 +80,10 @@ def _frag(frs, frl, farena, st, cnt, k0, k1, k2, k3, k4, k5, off, more, a, ps, p
     total = frs[slot, FR_TOTAL]
     if total < 0:
         return -1, 0
-    # complete? (sorted by offset, no hole)
+    # complete? (in offset order, no hole)
     nf = frs[slot, FR_NFRAG]
-    order = np.argsort(frl[slot, :nf, 0], kind="mergesort")
     have = 0
-    for t in range(nf):
-        i = order[t]
+    for i in range(nf):
         fo = frl[slot, i, 0]
         if fo > have:
             return -1, 0
@@ -84,12 +91,8 @@ def _frag(frs, frl, farena, st, cnt, k0, k1, k2, k3, k4, k5, off, more, a, ps, p
             have = fo + frl[slot, i, 1]
     if have < total or have > dgram.shape[0]:
         return -1, 0
-    for t in range(nf):
-        i = order[t]
-        fo = frl[slot, i, 0]
-        ln = frl[slot, i, 1]
-        src = frl[slot, i, 2]
-        dgram[fo:fo + ln] = farena[src:src + ln]
+    for i in range(nf):
+        _copy(dgram, frl[slot, i, 0], farena, frl[slot, i, 2], frl[slot, i, 1])
     frames = frs[slot, FR_NFRAMES]
     frs[slot, FR_USED] = 0
     live = 0

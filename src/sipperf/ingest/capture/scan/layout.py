@@ -110,6 +110,11 @@ OOO_MAX_SLOTS = 1024        # connections waiting at once (the pool grows up to 
 OOO_HOLD_NS = 10_000_000_000  # a hole not filled within this capture time is a gap
 # slot meta row op[s, 0, :]: flow, pieces, fill, oldest ts, used; pieces op[s, 1 + k, :]
 OS_FLOW, OS_N, OS_FILL, OS_T0, OS_USED = 0, 1, 2, 3, 4
+
+# a TCP segment the packet walk hands back to the record walk (seg, :func:`.packet._packet`)
+(SEG_PS, SEG_PE, SEG_SEQ, SEG_FLAGS, SEG_W, SEG_SPORT, SEG_DPORT, SEG_SRC_HI, SEG_SRC_LO,
+ SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_DGRAM) = range(13)
+NSEG = 13
 P_SEQ, P_LEN, P_OFF, P_W, P_FRAME, P_TS = range(6)
 
 # more state at the end of st (not an array of its own: every array argument of the per-packet

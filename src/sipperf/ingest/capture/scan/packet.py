@@ -18,6 +18,12 @@ The walk is a loop over layers (at most 8), with ``kind`` the header that starts
 
 Every outcome is one counter of ``cnt``, weighted by ``w`` (the packets a reassembled datagram
 stands for).
+
+:func:`_packet` is compiled without Numba's reference counting (``_nrt=False``, which its
+callees inherit): with some thirty array arguments and a return on every malformed case, the
+counting cost about 60 calls per packet, an eighth of the plain-UDP path's time.  Nothing it
+calls may therefore allocate; the TCP layer does (it reorders segments), so a TCP segment is
+handed back to the record walk (``seg``; :func:`_segment` takes it from there).
 """
 from __future__ import annotations
 
@@ -27,7 +33,9 @@ from numba import njit
 from .hep import _hep, hep2_len, is_hep3
 from .ipfrag import _frag
 from .layout import (C_PARSED, R_DTLS, R_ESP, R_LINK, R_NESTED_FRAG, R_NOT_IP, R_NOT_L4,
-                     R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED, R_UDP_NOT_SIP, ST_BADLINK, XB)
+                     R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED, R_UDP_NOT_SIP, SEG_DGRAM, SEG_DPORT,
+                     SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_FLAGS, SEG_PE, SEG_PS, SEG_SEQ,
+                     SEG_SPORT, SEG_SRC_HI, SEG_SRC_LO, SEG_W, ST_BADLINK, XB)
 from .primitives import _be16, _be32, _be64, _u32
 from .sip import _emit_udp
 from .tables import _addr_id, _flow_id
@@ -35,12 +43,16 @@ from .tcp import _tcp
 
 
 K_ETH, K_IP4, K_IP6, K_NONE = 0, 1, 2, 3
+#: what :func:`_packet` returns: the packet is done (counted), or a TCP segment waits in ``seg``
+DONE_PACKET, TCP_SEGMENT = 0, 1
 
 
-@njit(cache=True)
-def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, tk, tv, fs, arena, frs, frl, farena, dgram, op,
-            ob):
-    """Decode one packet a[p0:p0+n0] down to SIP; every outcome is counted in cnt."""
+@njit(cache=True, _nrt=False)
+def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, frs, frl,
+            farena, dgram, seg):
+    """Decode one packet a[p0:p0+n0] down to SIP; every outcome is counted in cnt.
+
+    Returns DONE_PACKET, or TCP_SEGMENT with the segment in ``seg`` (for :func:`_segment`)."""
     e = p0 + n0
     off = p0
     w = 1
@@ -50,7 +62,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
     elif link == 113:
         if n0 < 16:
             cnt[R_SHORT] += 1
-            return
+            return DONE_PACKET
         et = _be16(a, p0 + 14)
         off = p0 + 16
         kind = K_IP4 if et == 0x0800 else K_IP6 if et == 0x86DD else K_NONE
@@ -60,14 +72,14 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
     elif link == 276:
         if n0 < 20:
             cnt[R_SHORT] += 1
-            return
+            return DONE_PACKET
         et = _be16(a, p0)
         off = p0 + 20
         kind = K_IP4 if et == 0x0800 else K_IP6 if et == 0x86DD else K_NONE
     elif link == 0 or link == 108:
         if n0 < 4:
             cnt[R_SHORT] += 1
-            return
+            return DONE_PACKET
         fam = _u32(a, p0, link == 108)
         if link == 0 and fam > 0xFFFF:
             fam = _u32(a, p0, True)
@@ -81,7 +93,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
     else:
         cnt[R_LINK] += 1
         st[ST_BADLINK] = link
-        return
+        return DONE_PACKET
     src_hi = np.int64(0)
     src_lo = np.int64(0)
     dst_hi = np.int64(0)
@@ -92,14 +104,14 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
         if kind == K_ETH:
             if off + 14 > e:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             et = _be16(a, off + 12)
             off += 14
             while True:
                 if et == 0x8100 or et == 0x88A8 or et == 0x9100:
                     if off + 4 > e:
                         cnt[R_SHORT] += w
-                        return
+                        return DONE_PACKET
                     et = _be16(a, off + 2)
                     off += 4
                 elif et < 0x0600:  # 802.3 length: LLC, SNAP
@@ -112,7 +124,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 elif et == 0x8864:  # PPPoE session
                     if off + 8 > e:
                         cnt[R_SHORT] += w
-                        return
+                        return DONE_PACKET
                     pp = _be16(a, off + 6)
                     off += 8
                     et = 0x0800 if pp == 0x21 else 0x86DD if pp == 0x57 else 0
@@ -121,14 +133,14 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                     while True:
                         if off + 4 > e:
                             cnt[R_SHORT] += w
-                            return
+                            return DONE_PACKET
                         bos = a[off + 2] & 1
                         off += 4
                         if bos:
                             break
                     if off >= e:
                         cnt[R_SHORT] += w
-                        return
+                        return DONE_PACKET
                     v = a[off] >> 4
                     et = 0x0800 if v == 4 else 0x86DD if v == 6 else 0
                     break
@@ -140,11 +152,11 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 kind = K_IP6
             else:
                 cnt[R_NOT_IP] += w
-                return
+                return DONE_PACKET
             continue
         if kind == K_NONE:
             cnt[R_NOT_IP] += w
-            return
+            return DONE_PACKET
         # ---- IP
         proto = -1
         ps = 0
@@ -156,25 +168,25 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
         if kind == K_IP4:
             if off + 20 > e:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             if a[off] >> 4 != 4:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             ihl = (a[off] & 15) * 4
             total = _be16(a, off + 2)
             if ihl < 20 or off + ihl > e:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             if total == 0:
                 end = e
             else:
                 if total < ihl:
                     cnt[R_SHORT] += w
-                    return
+                    return DONE_PACKET
                 end = off + total
                 if end > e:
                     cnt[R_SNAPPED] += w
-                    return
+                    return DONE_PACKET
             proto = a[off + 9]
             src_hi = np.int64(0)
             src_lo = _be32(a, off + 12)
@@ -192,15 +204,15 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
         else:
             if off + 40 > e:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             if a[off] >> 4 != 6:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             plen = _be16(a, off + 4)
             end = e if plen == 0 else off + 40 + plen
             if end > e:
                 cnt[R_SNAPPED] += w
-                return
+                return DONE_PACKET
             src_hi = _be64(a, off + 8)
             src_lo = _be64(a, off + 16)
             dst_hi = _be64(a, off + 24)
@@ -212,21 +224,21 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 if nxt == 0 or nxt == 43 or nxt == 60 or nxt == 135 or nxt == 139 or nxt == 140:
                     if q + 2 > end:
                         cnt[R_SHORT] += w
-                        return
+                        return DONE_PACKET
                     nn = a[q]
                     q += (np.int64(a[q + 1]) + 1) * 8
                     nxt = nn
                 elif nxt == 51:
                     if q + 2 > end:
                         cnt[R_SHORT] += w
-                        return
+                        return DONE_PACKET
                     nn = a[q]
                     q += (np.int64(a[q + 1]) + 2) * 4
                     nxt = nn
                 elif nxt == 44:
                     if q + 8 > end:
                         cnt[R_SHORT] += w
-                        return
+                        return DONE_PACKET
                     nn = a[q]
                     fo = _be16(a, q + 2)
                     foff = fo & 0xFFF8
@@ -241,18 +253,18 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                     break
             if q > end:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             proto = nxt
             ps = q
             pe = end
         if is_frag:
             if reassembled:
                 cnt[R_NESTED_FRAG] += w
-                return
+                return DONE_PACKET
             dl_, frames = _frag(frs, frl, farena, st, cnt, src_hi, src_lo, dst_hi, dst_lo,
                                 proto | (fam << 8), fid, foff, fmore, a, ps, pe, w, dgram)
             if dl_ < 0:
-                return  # waiting for more (counted when complete or at the end)
+                return DONE_PACKET  # waiting for more (counted when complete or at the end)
             a = dgram
             ps = 0
             pe = dl_
@@ -263,13 +275,13 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
         if proto == 51 and kind == K_IP4:  # IPv4 AH: authenticated, not encrypted: skip it
             if ps + 8 > pe:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             nn = a[ps]
             ps += (np.int64(a[ps + 1]) + 2) * 4
             proto = nn
             if ps > pe:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
         if proto == 4 or proto == 41:  # IP in IP
             off = ps
             e = pe
@@ -278,7 +290,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
         if proto == 47:  # GRE
             if ps + 4 > pe:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             fl = a[ps]
             gp = _be16(a, ps + 2)
             q = ps + 4
@@ -298,7 +310,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 gp = 0x6558
             if q > pe:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             off = q
             e = pe
             if gp == 0x0800:
@@ -309,12 +321,12 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 kind = K_ETH
             else:
                 cnt[R_NOT_IP] += w
-                return
+                return DONE_PACKET
             continue
         if proto == 17:
             if ps + 8 > pe:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             sport = _be16(a, ps)
             dport = _be16(a, ps + 2)
             ulen = _be16(a, ps + 4)
@@ -329,7 +341,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
             p = ps + 8
             if is_hep3(a, p, ue):  # HEPv3 from a capture agent, any port
                 cnt[_hep(a, p, ue, frame, ts, st, I, O, V, D, dl, scr, hs, he, ak, av, alist)] += w
-                return
+                return DONE_PACKET
             sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
             did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
             code, _h, _c = _emit_udp(a, p, ue, False, sid, did, sport, dport, 0, frame, ts,
@@ -345,11 +357,11 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 cnt[r] += w
             else:
                 cnt[code] += w
-            return
+            return DONE_PACKET
         if proto == 6:
             if ps + 20 > pe:
                 cnt[R_SHORT] += w
-                return
+                return DONE_PACKET
             sport = _be16(a, ps)
             dport = _be16(a, ps + 2)
             seq = _be32(a, ps + 4)
@@ -357,26 +369,52 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
             flags = np.int64(a[ps + 13])
             if thl < 20 or ps + thl > pe:
                 cnt[R_SHORT] += w
-                return
-            f = _flow_id(tk, tv, fs, st, src_hi ^ (np.int64(fam) << 60), src_lo, dst_hi, dst_lo,
-                         (sport << 16) | dport)
-            sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
-            did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
-            _tcp(fs, f, arena, a, ps + thl, pe, seq, flags, w, sid, did, sport, dport, frame, ts,
-                 st, cnt, I, O, V, D, dl, scr, hs, he, ak, av,
-                 alist, op, ob)
-            return
+                return DONE_PACKET
+            seg[SEG_PS] = ps + thl
+            seg[SEG_PE] = pe
+            seg[SEG_SEQ] = seq
+            seg[SEG_FLAGS] = flags
+            seg[SEG_W] = w
+            seg[SEG_SPORT] = sport
+            seg[SEG_DPORT] = dport
+            seg[SEG_SRC_HI] = src_hi
+            seg[SEG_SRC_LO] = src_lo
+            seg[SEG_DST_HI] = dst_hi
+            seg[SEG_DST_LO] = dst_lo
+            seg[SEG_FAM] = fam
+            seg[SEG_DGRAM] = 1 if reassembled else 0
+            return TCP_SEGMENT
         if proto == 132:  # SCTP
             cnt[R_SCTP] += w
             st[XB + R_SCTP] += pe - ps
-            return
+            return DONE_PACKET
         if proto == 50:  # ESP
             cnt[R_ESP] += w
             st[XB + R_ESP] += pe - ps
-            return
+            return DONE_PACKET
         cnt[R_NOT_L4] += w
-        return
+        return DONE_PACKET
     cnt[R_SHORT] += w
+    return DONE_PACKET
+
+
+@njit(cache=True)
+def _segment(a, seg, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, tk, tv, fs,
+             arena, op, ob):
+    """The TCP segment :func:`_packet` left in ``seg`` (its payload in ``a``): its connection, its
+    addresses, then the byte stream (:func:`.tcp._tcp`)."""
+    fam = seg[SEG_FAM]
+    src_hi = seg[SEG_SRC_HI]
+    src_lo = seg[SEG_SRC_LO]
+    dst_hi = seg[SEG_DST_HI]
+    dst_lo = seg[SEG_DST_LO]
+    sport = seg[SEG_SPORT]
+    dport = seg[SEG_DPORT]
+    f = _flow_id(tk, tv, fs, st, src_hi ^ (fam << 60), src_lo, dst_hi, dst_lo, (sport << 16) | dport)
+    sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
+    did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
+    _tcp(fs, f, arena, a, seg[SEG_PS], seg[SEG_PE], seg[SEG_SEQ], seg[SEG_FLAGS], seg[SEG_W], sid,
+         did, sport, dport, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, op, ob)
 
 
 @njit(cache=True)
