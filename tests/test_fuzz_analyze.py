@@ -18,8 +18,9 @@ real ``sipperf`` command in a subprocess, and must
   packets read (less the cut-off or corrupt record where reading stopped) equals tshark's frame
   count of the same file.
 
-Failures inside the packet parser (another helper's files) are listed apart, with a
-reproduction in ``/work/tools/handoff/parser_bugs.md``; the main test fails only on the rest.
+Failures inside the packet parser are listed apart (:func:`test_fuzz_packet_parser_findings`,
+which once only reported them to the parser's owner and now fails on them: a scanner change
+that turned every IP-fragment case into a TypeError was caught by nothing else).
 """
 from __future__ import annotations
 
@@ -368,13 +369,11 @@ def _parser_count(r) -> bool:
 
 
 def test_fuzz_packet_parser_findings(results):
-    """Crashes inside the packet parser and packet counts that disagree with tshark: reported to
-    its owner (handoff/parser_bugs.md); this test passes once they are fixed."""
+    """No crash inside the packet parser, and no packet count that disagrees with tshark's."""
     bad = [r for r in results if (r["outcome"] == "crash" and r["origin"] in PARSER_FILES)
            or (r["outcome"] == "untrue" and _parser_count(r))]
-    msg = "\n".join(f"{r['case'].name}: {r.get('error') or r.get('problems')}" for r in bad)
-    if bad:
-        pytest.xfail(f"{len(bad)} packet-parser findings (handoff/parser_bugs.md):\n{msg}")
+    msg = "\n".join(f"{r['case'].name}: {r.get('error') or r.get('problems')}\n{r.get('tb', '')}" for r in bad)
+    assert not bad, f"{len(bad)} packet-parser findings:\n{msg}"
 
 
 def test_fuzz_sample_through_the_command(results, tmp_path):
