@@ -97,29 +97,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
     while True:
         if grow_cl >= 0:
             cl = grow_cl
-            cap = I.shape[1]
-            r = st[ST_NR]
-            if r + cl // 8 + 16 > cap:
-                cap2 = max(2 * cap, r + cl // 8 + 16)
-                I2 = np.empty((NI, cap2), np.int64)
-                O2 = np.empty((NS, cap2 + 1), np.int64)
-                V2 = np.empty((NS, cap2), np.uint8)
-                I2[:, :r] = I[:, :r]
-                O2[:, :r + 1] = O[:, :r + 1]
-                V2[:, :r] = V[:, :r]
-                I = I2
-                O = O2
-                V = V2
-            need = cl + MAX_HDR + 65536
-            dmax = 0
-            for c in range(NS):
-                if dl[c] > dmax:
-                    dmax = dl[c]
-            if dmax + need > D.shape[1]:
-                D2 = np.empty((NS, 2 * D.shape[1] + need), np.uint8)
-                for c in range(NS):
-                    D2[c, :dl[c]] = D[c, :dl[c]]
-                D = D2
+            I, O, V, D = _room(st, I, O, V, D, dl, cl)
             room = 4 * (st[ST_MAXPEND] + cl) + 512
             if st[ST_ARENA] + room > arena.shape[0]:
                 arena, used, mx = compact_arena(fs, st[ST_NFLOW], arena, 2 * room)
