@@ -41,6 +41,15 @@ def _ts_ns(raw_hi, raw_lo, num, den):
     return np.int64(q) * num + np.int64(float(r) * num / den)
 
 
+@njit(cache=True, inline="always")
+def _stop(st, err, pos):
+    """The walk stops at the record starting at ``pos`` (the next frame) with error ``err``."""
+    st[ST_ERR] = err
+    st[ST_ERR_POS] = pos
+    st[ST_ERR_FRAME] = st[ST_FRAME] + 1
+    return DONE
+
+
 @njit(cache=True)
 def _room(st, I, O, V, D, dl, cl):
     """Output columns with room for what cl bytes of SIP can produce (grown when needed)."""
@@ -121,10 +130,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     break
                 if pos + hl > end:
                     if eof:
-                        st[ST_ERR] = ERR_TRUNC
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_TRUNC, pos)
                     else:
                         status = NEED_DATA
                     break
@@ -132,17 +138,11 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                 frac = _u32(buf, pos + 4, big)
                 incl = _u32(buf, pos + 8, big)
                 if incl > MAX_PCAP_RECORD:
-                    st[ST_ERR] = ERR_CORRUPT
-                    st[ST_ERR_POS] = pos
-                    st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                    status = DONE
+                    status = _stop(st, ERR_CORRUPT, pos)
                     break
                 if pos + hl + incl > end:
                     if eof:
-                        st[ST_ERR] = ERR_TRUNC
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_TRUNC, pos)
                     else:
                         status = NEED_DATA
                     break
@@ -160,10 +160,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     break
                 if pos + 12 > end:
                     if eof:
-                        st[ST_ERR] = ERR_TRUNC
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_TRUNC, pos)
                     else:
                         status = NEED_DATA
                     break
@@ -174,34 +171,22 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     elif b8 == 0x1A and buf[pos + 9] == 0x2B:
                         st[ST_BIG] = 1
                     else:
-                        st[ST_ERR] = ERR_CORRUPT
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_CORRUPT, pos)
                         break
                 big = st[ST_BIG] != 0
                 btype = _u32(buf, pos, big)
                 blen = _u32(buf, pos + 4, big)
                 if blen < 12 or (blen & 3) != 0 or blen > MAX_PCAPNG_BLOCK:
-                    st[ST_ERR] = ERR_CORRUPT
-                    st[ST_ERR_POS] = pos
-                    st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                    status = DONE
+                    status = _stop(st, ERR_CORRUPT, pos)
                     break
                 if pos + blen > end:
                     if eof:
-                        st[ST_ERR] = ERR_TRUNC
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_TRUNC, pos)
                     else:
                         status = NEED_DATA
                     break
                 if _u32(buf, pos + blen - 4, big) != blen:
-                    st[ST_ERR] = ERR_CORRUPT
-                    st[ST_ERR_POS] = pos
-                    st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                    status = DONE
+                    status = _stop(st, ERR_CORRUPT, pos)
                     break
                 has_pkt = False
                 no_ts = False
@@ -215,10 +200,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     st[ST_SECTIONS] += 1
                 elif btype == 1:
                     if blen < 20:
-                        st[ST_ERR] = ERR_CORRUPT
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_CORRUPT, pos)
                         break
                     lk = _u16(buf, pos + 8, big)
                     if lk == 12 or lk == 14:
@@ -261,18 +243,12 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     st[ST_NIF] = k + 1
                 elif btype == 6 or btype == 2:   # enhanced / obsolete packet block
                     if blen < 32:
-                        st[ST_ERR] = ERR_CORRUPT
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_CORRUPT, pos)
                         break
                     iface = _u32(buf, pos + 8, big) if btype == 6 else _u16(buf, pos + 8, big)
                     caplen = _u32(buf, pos + 20, big)
                     if caplen > blen - 32:
-                        st[ST_ERR] = ERR_CORRUPT
-                        st[ST_ERR_POS] = pos
-                        st[ST_ERR_FRAME] = st[ST_FRAME] + 1
-                        status = DONE
+                        status = _stop(st, ERR_CORRUPT, pos)
                         break
                     has_pkt = True
                     data = pos + 28
