@@ -310,3 +310,19 @@ def test_ip_fragments_in_any_order_give_the_plain_answer(tmp_path, name, order):
     assert len(a) == len(b) > 0
     pd.testing.assert_frame_equal(a.drop(columns="frame").reset_index(drop=True),
                                   b.drop(columns="frame").reset_index(drop=True))
+
+
+def test_packet_walk_returns_a_value_on_every_path():
+    """The packet walk and the parser run without reference counting and return a status on
+    every path: a bare ``return`` (or falling off the end) makes Numba type the result Optional,
+    and every packet that takes that path then raises a TypeError (IP fragments did, once).
+    Checked on the source, since the compiled code is loaded from the cache as part of scan."""
+    import ast
+    import inspect
+    from sipperf.ingest.capture.scan import ipfrag, packet, sip
+    for mod, name in ((packet, "_packet"), (sip, "parse_sip"), (ipfrag, "_frag")):
+        tree = ast.parse(inspect.getsource(mod))
+        fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+        bare = [r.lineno for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is None]
+        assert not bare, f"{mod.__name__}.{name}: bare return at lines {bare}"
+        assert isinstance(fn.body[-1], ast.Return), f"{mod.__name__}.{name} can fall off its end"
