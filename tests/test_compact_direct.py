@@ -192,13 +192,32 @@ def test_the_captures_cover_what_they_should(captures):
     assert len(LAB) >= 1
 
 
+def with_clock_check(path, want: list, rep: IngestReport) -> tuple[list, IngestReport]:
+    """The reference chunks with the clock check of the in-memory path applied to all their rows
+    at once (produce applies it chunk by chunk, one chunk behind: the same stamps)."""
+    from sipperf.ingest.capture.clock import ClockCheck, file_time_ns
+
+    clock = ClockCheck(file_time_ns(path))
+    rows = [c for c, _ in want if c["n"]]
+    if rows:
+        ts = clock.apply(np.concatenate([c["ts"] for c in rows]), np.concatenate([c["iface"] for c in rows]),
+                         np.concatenate([c["frame"] for c in rows]))
+        a = 0
+        for c in rows:
+            c["ts"] = ts[a:a + c["n"]]
+            a += c["n"]
+    clock.account(path, rep)
+    return want, rep
+
+
 @pytest.mark.parametrize("chunk_rows", [7, 1000, chunks.CHUNK_ROWS])
 def test_produce_gives_the_old_messages(captures, chunk_rows):
-    """chunks.produce (what the reader process, the inline engine and Dask workers run)."""
+    """chunks.produce (what the reader process, the inline engine and Dask workers run), with the
+    clock check the in-memory path makes."""
     for name in ("lab_drops_cut", "tcp-swapped", "hep3-tcp-ipv6", "no-sip"):
         path = captures[name]
         msgs = list(chunks.produce(path, chunk_rows=chunk_rows))
-        want, rep = via_frames(path, chunk_rows)
+        want, rep = with_clock_check(path, *via_frames(path, chunk_rows))
         assert [m[0] for m in msgs] == ["chunk"] * len(want) + ["end"]
         assert_same([(m[1], m[2]) for m in msgs[:-1]], want, name)
         assert account(msgs[-1][1]) == account(rep)

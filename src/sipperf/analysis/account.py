@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["summary", "pdr_unreliable", "blank_pdr", "describe"]
+__all__ = ["summary", "pdr_unreliable", "blank_pdr", "describe", "input_checks", "clock_resolution_ns",
+           "with_resolution"]
 
 
 def _file_reports(report) -> list:
@@ -62,13 +63,66 @@ def summary(report, cm: pd.DataFrame, unreliable: str) -> dict:
             d["sip_messages_not_in_timeline"] = f.details["messages_account"]["not_in_timeline"]
         if f.details.get("dispositions"):
             d["dispositions"] = f.details["dispositions"]
+        checks = input_checks(f.details or {})
+        if checks:
+            d["checks"] = checks
         warn = [n for n in f.notes if n.startswith("WARNING")]
         if warn:
             d["warnings"] = warn
         files.append(d)
     pdr = cm.loc[cm["metric"] == "PDR", "value"]
-    return {"files": files, "pdr_percent": None if pdr.isna().all() else float(pdr.iloc[0]),
-            "pdr_note": unreliable or str(cm.loc[cm["metric"] == "PDR", "definition"].iloc[0])}
+    out = {"files": files, "pdr_percent": None if pdr.isna().all() else float(pdr.iloc[0]),
+           "pdr_note": unreliable or str(cm.loc[cm["metric"] == "PDR", "definition"].iloc[0])}
+    rep_in = (report.details or {}).get("repeated_inputs")
+    if rep_in:
+        out["repeated_inputs"] = rep_in
+    return out
+
+
+def _dur(ns) -> str:
+    for unit, f in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= f:
+            return f"{ns / f:g} {unit}"
+    return f"{ns:g} ns"
+
+
+def input_checks(details: dict) -> list[str]:
+    """What the checks of a capture found (report.json "checks", printed under the file): the
+    clock's resolution, copies read twice, impossible stamps and clock steps, egress copies
+    stamped before their ingress, datagrams holding several messages."""
+    out = []
+    clock = details.get("clock") or {}
+    if clock.get("resolution_ns") is not None:
+        out.append(f"clock resolution {_dur(clock['resolution_ns'])}")
+    d = details.get("duplicates")
+    if d:
+        hep = f", {d['hep_copies']} of them HEP copies" if d.get("hep_copies") else ""
+        out.append(f"{d['messages']} duplicate copies read once (same datagram within {d['window_ms']:g} ms, "
+                   f"{d['mean_gap_us']:.3f} µs apart on average{hep})")
+    for k, c in (clock.get("checks") or {}).items():
+        if "stray_stamps" in c:
+            out.append(f"interface {k}: {sum(c['stray_stamps'].values())} impossible timestamps "
+                       f"({', '.join(f'{n} {r}' for r, n in c['stray_stamps'].items())}) repaired")
+        if "clock_steps_back" in c:
+            s = c["clock_steps_back"]
+            out.append(f"interface {k}: the clock stepped back {s['count']} time(s), by up to "
+                       f"{s['largest_ms']:.3f} ms: undone")
+        if "file_order_steps_back" in c:
+            out.append(f"interface {k}: {c['file_order_steps_back']['count']} step(s) back to an earlier "
+                       "recording (merged files): read in time order")
+        if "steps_back_left" in c:
+            out.append(f"interface {k}: {c['steps_back_left']['count']} step(s) back by up to "
+                       f"{c['steps_back_left']['largest_ms']:.3f} ms left as stamped")
+        if "not_in_time_order" in c:
+            out.append(f"interface {k}: records not in time order: read in time order")
+    if details.get("egress_before_ingress"):
+        out.append(f"{details['egress_before_ingress']} messages with the egress copy stamped before the "
+                   "ingress copy: relayed, sojourn left out")
+    multi = (details.get("transports") or {}).get("udp_several_messages")
+    if multi:
+        out.append(f"{multi['datagrams']} UDP datagrams held several SIP messages: "
+                   f"{multi['further_messages']} more read")
+    return out
 
 
 def describe(report, summ: dict, engine: str) -> list[str]:
@@ -93,6 +147,8 @@ def describe(report, summ: dict, engine: str) -> list[str]:
                          f"{s['call_ids']} Call-IDs; see transactions.csv and counts.csv")
         if f.get("sip_messages_not_in_timeline"):
             lines.append(f"    SIP messages not in the timeline: {f['sip_messages_not_in_timeline']}")
+        for c in f.get("checks", []):
+            lines.append(f"    check: {c}")
         for w in f.get("warnings", []):
             lines.append(f"    {w}")
         cs = f.get("capture_set")
@@ -103,7 +159,52 @@ def describe(report, summ: dict, engine: str) -> list[str]:
                          + (" ..." if len(cs["files"]) > 6 else ""))
             lines.append(f"    across files: {cs['pairing']['transactions_across_files']} transactions, "
                          f"{cs['pairing']['messages_paired_across_files']} messages paired")
+    coarse = summ.get("below_clock_resolution")
+    if coarse:
+        lines.append(f"  below the clock's resolution ({coarse['resolution_us']:g} µs, more than a tenth of the "
+                     f"median): {', '.join(coarse['components'])} -- the clock cannot resolve them; their medians "
+                     "and percentiles are given to its step only; recapture with a finer clock (ns or µs stamps)")
+    for r in summ.get("repeated_inputs", []):
+        lines.append(f"  {r['path']}: {r['why']} as {r['same_as']}: read once")
     pdr = summ["pdr_percent"]
     lines.append(f"PDR: {'n/a' if pdr is None else f'{pdr:.3f} %'} ({summ['pdr_note']})")
     lines.append(f"engine: {engine}")
     return lines
+
+
+def clock_resolution_ns(report) -> float | None:
+    """The coarsest clock resolution among the captures of the report (ns), None for inputs
+    that carry none (logs, tidy tables, simulations)."""
+    res = [f.details["clock"]["resolution_ns"] for f in _file_reports(report)
+           if f.details and (f.details.get("clock") or {}).get("resolution_ns") is not None]
+    if not res and report.details and (report.details.get("clock") or {}).get("resolution_ns") is not None:
+        res = [report.details["clock"]["resolution_ns"]]
+    return max(res) if res else None
+
+
+def with_resolution(comp: pd.DataFrame, res_ns: float | None) -> pd.DataFrame:
+    """The components table with the clock's resolution beside every component
+    (``clock_resolution_us``) and, where the resolution is coarser than a tenth of a component's
+    median, that component named in ``below_clock_resolution`` and its median and p99 given to
+    the resolution only (no digit the clock does not hold)."""
+    import numpy as np
+
+    if comp is None or res_ns is None or not len(comp):
+        return comp
+    comp = comp.copy()
+    res_us = float(res_ns) / 1e3
+    comp["clock_resolution_us"] = res_us
+    below = [[] for _ in range(len(comp))]
+    for col in [c for c in comp.columns if c.endswith("_median")]:
+        name = col[: -len("_median")]
+        med = comp[col].to_numpy(dtype=float)
+        coarse = np.isfinite(med) & (res_us > 0.1 * np.abs(med))
+        if res_us > 0.001:  # coarser than 1 ns: percentiles to the clock's step
+            for q in (col, f"{name}_p99"):
+                if q in comp.columns:
+                    v = comp[q].to_numpy(dtype=float)
+                    comp[q] = np.where(np.isfinite(v), np.round(v / res_us) * res_us, v)
+        for i in np.flatnonzero(coarse):
+            below[i].append(name)
+    comp["below_clock_resolution"] = [",".join(b) for b in below]
+    return comp

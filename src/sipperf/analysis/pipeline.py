@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sipperf.analysis.account import blank_pdr, pdr_unreliable, summary
+from sipperf.analysis.account import blank_pdr, clock_resolution_ns, pdr_unreliable, summary, with_resolution
 from sipperf.analysis.result import Analysis, order_key
 
 __all__ = ["analyze", "check_options"]
 
 
-def check_options(*, proxy=None, workers: int | None = None) -> None:
-    """Refuse an unusable ``proxy`` (ip:port, several comma-separated) or ``workers`` (< 0) with
-    an :class:`~sipperf.timeline.IngestError` naming the option."""
+def check_options(*, proxy=None, workers: int | None = None, offered: int | None = None) -> None:
+    """Refuse an unusable ``proxy`` (ip:port, several comma-separated), ``workers`` (< 0) or
+    ``offered`` (not a positive count) with an :class:`~sipperf.timeline.IngestError` naming the option."""
     from sipperf.ingest.pairing.vantage import parse_proxies
     from sipperf.timeline import IngestError
 
@@ -30,6 +30,9 @@ def check_options(*, proxy=None, workers: int | None = None) -> None:
             raise IngestError("--proxy", repr(proxy), f"unusable proxy address: {e}") from None
     if workers is not None and workers < 0:
         raise IngestError("--workers", repr(workers), "give 0 (no Dask) or a number of local workers")
+    if offered is not None and (isinstance(offered, bool) or not isinstance(offered, (int, np.integer))
+                                or offered < 1):
+        raise IngestError("--offered", repr(offered), "give the number of messages offered (1 or more)")
 
 
 def analyze(paths, *, proxy=None, strict: bool = False, offered: int | None = None,
@@ -50,7 +53,7 @@ def analyze(paths, *, proxy=None, strict: bool = False, offered: int | None = No
     <sipperf.analysis.result.Analysis.measure_frame>`), about 48 bytes per message."""
     from sipperf import calls, components, stats
 
-    check_options(proxy=proxy, workers=workers)
+    check_options(proxy=proxy, workers=workers, offered=offered)
     streamed = _stream(paths, stream, proxy=proxy, strict=strict, offered=offered, workers=workers,
                        scheduler=scheduler, progress=progress, keep_rows=measure_rows)
     if streamed is not None:
@@ -73,10 +76,18 @@ def analyze(paths, *, proxy=None, strict: bool = False, offered: int | None = No
 
 
 def _finish(comp, by_hop, cm, tx, counts, report, **rest) -> Analysis:
-    """The PDR blanked when the input cannot tell a drop from a missing line; the summary."""
+    """The PDR blanked when the input cannot tell a drop from a missing line; the clock's
+    resolution beside every component; the summary."""
     unreliable = pdr_unreliable(report)
     blank_pdr(cm, unreliable)
-    return Analysis(comp, by_hop, cm, tx, counts, report, summary(report, cm, unreliable), **rest)
+    res = clock_resolution_ns(report)
+    comp, by_hop = with_resolution(comp, res), with_resolution(by_hop, res)
+    summ = summary(report, cm, unreliable)
+    coarse = sorted({c for v in (comp["below_clock_resolution"] if comp is not None and "below_clock_resolution"
+                                 in comp.columns else []) for c in str(v).split(",") if c})
+    if coarse:
+        summ["below_clock_resolution"] = {"components": coarse, "resolution_us": res / 1e3}
+    return Analysis(comp, by_hop, cm, tx, counts, report, summ, **rest)
 
 
 def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progress, keep_rows=False):
@@ -84,13 +95,15 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
     (see :func:`analyze`), else None."""
     if stream is False:
         return None
-    from sipperf.ingest import expand, capture_sets, display_path, set_label
+    from sipperf.ingest import expand, capture_sets, display_path, set_label, unique_inputs
+    from sipperf.ingest.paths import repeat_notes
     from sipperf.analysis import stream as S
     from sipperf.ingest.capture.read import capture_stem
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    items = capture_sets(expand(list(paths)))
+    unique, repeated = unique_inputs(expand(list(paths)))
+    items = capture_sets(unique)
     if len(items) != 1 or items[0][1] not in ("pcap", "pcap-set"):
         return None  # the streaming engine takes one capture: anything else is read in memory
     item, kind = items[0]
@@ -107,11 +120,15 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
     if kind == "pcap-set":
         mode = "dask" if distributed or (workers is None and size >= (256 << 20)) else "inline"
     try:
-        return S.stream_capture(files, run_id=run_id, label=label, proxy=proxy, strict=strict, offered=offered,
-                                mode=mode, workers=workers or None, scheduler=scheduler, progress=progress,
-                                keep_rows=keep_rows)
+        out = S.stream_capture(files, run_id=run_id, label=label, proxy=proxy, strict=strict, offered=offered,
+                               mode=mode, workers=workers or None, scheduler=scheduler, progress=progress,
+                               keep_rows=keep_rows)
     except S.NotStreamable:
         return None
+    if repeated:
+        out.report.details["repeated_inputs"] = repeated
+        out.report.notes.extend(repeat_notes(repeated))
+    return out
 
 
 def _from_stream(o) -> Analysis:

@@ -148,6 +148,7 @@ class _HopAcc:
     used_self: int = 0
     amb: np.ndarray = field(default_factory=lambda: np.zeros(3, I64))  # ambiguous egress copies, later picks, none
     res: Any = None  # the Resolver of the groups with several candidate copies (proxy.resolver)
+    inverted: int = 0  # ingress copies paired with an egress copy stamped before them
 
 
 def _lut(cb: C.Codebook, fn) -> np.ndarray:
@@ -429,15 +430,15 @@ class Engine:
                 sock[code] = True
         out = {"sock": sock, "role": np.empty(n, np.int8), "partner": np.empty(n, I64), "eo": np.empty(n, bool),
                "disp": np.empty(n, np.int8), "gamb": np.zeros(len(gstart) - 1, bool),
-               "amb_stats": np.zeros(3, I64), "race_soj": np.full(n, -1, I64)}
+               "amb_stats": np.zeros(3, I64), "race_soj": np.full(n, -1, I64), "inv": np.zeros(n, bool)}
         empty = np.zeros(0, I64)
-        K.hop_pass(gstart, b["ts"], b["src"], b["dst"], b["method"], dv["what"], b["cm"], dv["cm_up"],
+        K.hop_pass(gstart, b["ts"], b["frame"], b["src"], b["dst"], b["method"], dv["what"], b["cm"], dv["cm_up"],
                    dv["meth_up"], b["status"], b["branch"], dv["ack_raw"], sock, self.c_invite, self.c_ack,
                    self.c_cancel, self.stateful, res is not None,
                    res.ref_a if res is not None else empty, res.ref_d if res is not None else empty,
                    res.t_max if res is not None else 0, res.soj_max if res is not None else 0,
                    out["role"], out["partner"], out["eo"], out["disp"], out["gamb"], out["amb_stats"],
-                   out["race_soj"])
+                   out["race_soj"], out["inv"])
         return out
 
     @staticmethod
@@ -511,6 +512,10 @@ class Engine:
             out_idx = np.concatenate([np.where(paired, partner[ing], -1), eos])
             has_out = out_idx >= 0
             t_dep = np.where(has_out, b["ts"][np.maximum(out_idx, 0)], NA)
+            inv = np.concatenate([ps["inv"][ing], np.zeros(len(eos), bool)])
+            if inv.any():  # an egress copy stamped before its ingress: relayed, the sojourn unknown
+                t_dep = np.where(inv, NA, t_dep)
+                acc.inverted += int(inv.sum())
             frame_key = b["frame"][rows]
             if len(b["file"]) and paired.any():
                 fi = b["file"][ing[paired]]
@@ -521,7 +526,7 @@ class Engine:
             mt = _msg_type(is_req, meth_up[rows], cm_up[rows], b["status"][rows], self.cb)
             np.add.at(acc.types, mt, 1)
             np.add.at(self.types_all, mt, 1)
-            both = has_out & (t_arr != NA)
+            both = has_out & (t_arr != NA) & (t_dep != NA)
             if both.any():
                 soj = t_dep[both] - t_arr[both]
                 acc.longest = max(acc.longest, int(soj.max()))
@@ -953,6 +958,10 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
                              f"{acc.n_eo} egress only (proxy-originated or retransmitted by the proxy)")
             if acc.res is not None and acc.amb[0]:
                 rep.notes.append(pre + acc.res.note(int(acc.amb[0]), int(acc.amb[1]), int(acc.amb[2])))
+            if acc.inverted:
+                from sipperf.ingest.pairing.proxy import inverted_note
+                rep.notes.append(pre + inverted_note(acc.inverted))
+                rep.details["egress_before_ingress"] = rep.details.get("egress_before_ingress", 0) + acc.inverted
             dcount = {name: int(acc.disp[i]) for i, name in enumerate(hop.DISPOSITIONS) if acc.disp[i]}
             rep.notes.append(f"{pre}dispositions: " + ", ".join(f"{k} {x}" for k, x in dcount.items()))
             vals = parts[h]

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from sipperf.ingest.pairing import hop
-from sipperf.ingest.pairing.proxy import choose
+from sipperf.ingest.pairing.proxy import INVERTED_MAX_NS, choose
 
 #: disposition codes: the index in :data:`sipperf.ingest.pairing.hop.DISPOSITIONS`; PROVISIONAL is a
 #: row that is "in flight at capture end" or "dropped", decided when the capture has ended
@@ -27,9 +27,9 @@ ROLE_NONE, ROLE_IN, ROLE_OUT, ROLE_SELF = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
-def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branch, ack_raw, sock,
+def hop_pass(gstart, ts, frame, src, dst, meth, what, cm, cm_up, meth_up, status, branch, ack_raw, sock,
              c_invite, c_ack, c_cancel, stateful, resolve, ref_a, ref_d, t_max, soj_max,
-             role, partner, eo, disp, gamb, amb_stats, race_soj):
+             role, partner, eo, disp, gamb, amb_stats, race_soj, inv):
     """One hop: :func:`sipperf.ingest.pairing.proxy.pair_at_proxy` (hop-by-hop keys, FIFO pairing by
     message key with the direction constraint, the stateful proxy's own retransmissions) and
     :func:`sipperf.ingest.pairing.hop.classify` (the drop rule) for every group.
@@ -45,7 +45,8 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
     those paired with none).  ``race_soj`` (ns, -1: none) is, for an undecided row (``D_PROVISIONAL``) that is a
     provisional response arriving before a relayed final of its sender, the sojourn it would
     have had had it left with that final: a concurrent proxy absorbs it when that is within the
-    longest sojourn (:func:`sipperf.ingest.pairing.hop.classify`)."""
+    longest sojourn (:func:`sipperf.ingest.pairing.hop.classify`).  ``inv`` marks the ingress rows
+    paired with an egress copy stamped before them (:func:`sipperf.ingest.pairing.proxy._pair_inverted`)."""
     n_groups = gstart.shape[0] - 1
     big = 0
     for g in range(n_groups):
@@ -156,13 +157,29 @@ def hop_pass(gstart, ts, src, dst, meth, what, cm, cm_up, meth_up, status, branc
                 partner[hit] = i
             else:
                 eo[i] = True
+        # ---- egress copies stamped before their ingress copy (proxy._pair_inverted) -----------
+        for a in range(k):
+            i = s + a
+            inv[i] = False
+        for a in range(k):
+            i = s + a
+            if not eo[i]:
+                continue
+            for b in range(k):
+                j = s + b
+                if role[j] == ROLE_IN and partner[j] < 0 and kid[b] == kid[a] and src[j] != dst[i] \
+                        and frame[i] > frame[j] and ts[j] > ts[i] and ts[j] - ts[i] <= INVERTED_MAX_NS:
+                    partner[j] = i
+                    eo[i] = False
+                    inv[j] = True
+                    break
         # ---- the drop rule for ingress copies that never left (hop.classify) ---------------
         for a in range(k):
             i = s + a
             has_in[a] = role[i] == ROLE_IN
             has_out[a] = (has_in[a] and partner[i] >= 0) or eo[i]
             if has_in[a] and partner[i] >= 0:
-                t_out[a] = ts[partner[i]]
+                t_out[a] = ts[i] if inv[i] else ts[partner[i]]
                 d_tl[a] = dst[partner[i]]
             elif eo[i]:
                 t_out[a] = ts[i]

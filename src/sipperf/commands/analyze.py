@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
 
     stream = True if args.stream else (False if args.in_memory else None)
     try:
-        check_options(proxy=args.proxy, workers=args.workers)
+        check_options(proxy=args.proxy, workers=args.workers, offered=args.offered)
         out = prepare_out_dir(args.out)  # before any work is done
         res = analyze(args.paths, proxy=args.proxy, strict=args.strict, offered=args.offered, stream=stream,
                       workers=args.workers, scheduler=args.scheduler, progress=True if args.progress else None)

@@ -39,16 +39,18 @@ from typing import Iterable
 import pandas as pd
 
 from sipperf.ingest.paths import (GZIP_MAGIC, PCAP_MAGICS, RING_NAME, SNIFF_BYTES, capture_sets, display_path,
-                                  meta_source, read_head, regular, set_label)
+                                  meta_source, read_head, regular, repeat_notes, set_label, unique_inputs)
 from sipperf.timeline import IngestError, IngestReport, make_timeline
 
-__all__ = ["load", "sniff", "expand", "IngestError", "IngestReport", "display_path", "capture_sets"]
+__all__ = ["load", "sniff", "expand", "IngestError", "IngestReport", "display_path", "capture_sets",
+           "unique_inputs"]
 
 
 def sniff(path: str | os.PathLike) -> str:
     """Format of one file or directory: pcap, lab, sim, thesis_log, tidy, dir or unknown.
 
-    A gzip file is judged by its decompressed content.  The first 64 KiB decide for captures,
+    A compressed file (gzip, xz, bzip2, zstd) is judged by its decompressed content; an archive
+    (zip, 7-Zip, RAR) or another compressor's file is ``"error:..."`` naming it.  The first 64 KiB decide for captures,
     Parquet and CSV headers; a thesis-format log is also recognised when its first
     instrumentation line comes later (a syslog full of other daemons' lines first).
     """
@@ -57,7 +59,15 @@ def sniff(path: str | os.PathLike) -> str:
     if stat.S_ISDIR(st.st_mode):
         src = meta_source(p)
         return src if src in ("lab", "sim", "bad_meta") else "dir"
+    from sipperf.ingest import compression
+
+    why = compression.refused(_raw_head(p))
+    if why is not None:
+        return "error:" + why
     head = read_head(p)
+    if not head and compression.kind(_raw_head(p)):
+        return (f"error:{compression.kind(_raw_head(p))} data that decompresses to nothing "
+                "(cut short or corrupt before its first block)")
     if head[:4] in PCAP_MAGICS:
         return "pcap"
     from sipperf.ingest import tidy
@@ -70,6 +80,14 @@ def sniff(path: str | os.PathLike) -> str:
     if len(head) >= SNIFF_BYTES and thesis_log.sniff_file(p):
         return "thesis_log"
     return "unknown"
+
+
+def _raw_head(p: Path) -> bytes:
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(8)
+    except OSError as e:
+        raise IngestError(display_path(p), "byte 0", f"cannot read: {e.strerror or e}") from None
 
 
 def _sim_dir(d: Path, **kw) -> tuple[pd.DataFrame, IngestReport]:
@@ -129,7 +147,8 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = list(paths)
-    items = capture_sets(expand(paths))
+    unique, repeated = unique_inputs(expand(paths))
+    items = capture_sets(unique)
     if not items:
         raise IngestError(";".join(display_path(p) for p in paths), "path", "no input files")
     frames, reports = [], []
@@ -142,6 +161,9 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
     report = IngestReport.combine(reports)
     if len(reports) == 1:
         report.details = dict(reports[0].details)
+    if repeated:
+        report.details["repeated_inputs"] = repeated
+        report.notes.extend(repeat_notes(repeated))
     if not frames or not sum(len(f) for f in frames):
         raise IngestError(report.path, "input", f"no usable messages ({dict(report.skipped) or 'empty'})")
     if len(frames) == 1:

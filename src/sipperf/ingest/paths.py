@@ -5,12 +5,10 @@ helpers without importing the dispatcher that imports them.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
 import stat
-import zlib
 from pathlib import Path
 
 from sipperf.timeline import IngestError
@@ -74,16 +72,13 @@ def regular(p: Path) -> os.stat_result:
 
 
 def read_head(p: Path, n: int = SNIFF_BYTES) -> bytes:
-    """The first ``n`` bytes of a file, decompressed if it is gzip; errors as IngestError."""
+    """The first ``n`` bytes of a file, decompressed if it is gzip, xz, bzip2 or zstd (fewer when
+    the stream is cut short or corrupt: the reader then says where); errors as IngestError."""
+    from sipperf.ingest.compression import read_head as _head
     try:
-        with open(p, "rb") as fh:
-            head = fh.read(n)
-        if head[:2] == GZIP_MAGIC:
-            with gzip.open(p, "rb") as fh:
-                head = fh.read(n)
-    except (OSError, EOFError, zlib.error) as e:
-        raise IngestError(display_path(p), "byte 0", f"cannot read: {getattr(e, 'strerror', None) or e}") from None
-    return head
+        return _head(p, n)[0]
+    except OSError as e:
+        raise IngestError(display_path(p), "byte 0", f"cannot read: {e.strerror or e}") from None
 
 
 def meta_source(d: Path) -> str | None:
@@ -97,3 +92,55 @@ def meta_source(d: Path) -> str | None:
     except (ValueError, OSError):
         return "bad_meta"
     return m.get("source") if isinstance(m, dict) else "bad_meta"
+
+
+def unique_inputs(items: list[tuple[Path, str]]) -> tuple[list[tuple[Path, str]], list[dict]]:
+    """``items`` (path, kind) without repeats: the same file given twice (by any path: links,
+    ``./x`` and ``x``) or a file whose bytes are those of one given before (a copy) is read once.
+    Returns (the items kept, one record per item left out: ``path``, ``same_as``, ``why``)."""
+    import hashlib
+
+    kept: list[tuple[Path, str]] = []
+    dropped: list[dict] = []
+    real: dict[str, Path] = {}
+    by_size: dict[int, list[Path]] = {}
+    digests: dict[Path, str] = {}
+
+    def digest(q: Path) -> str:
+        if q not in digests:
+            h = hashlib.sha256()
+            with open(q, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digests[q] = h.hexdigest()
+        return digests[q]
+
+    for p, kind in items:
+        rp = os.path.realpath(p)
+        if rp in real:
+            dropped.append({"path": display_path(p), "same_as": display_path(real[rp]), "why": "the same file"})
+            continue
+        real[rp] = p
+        try:
+            size = p.stat().st_size if p.is_file() else None
+        except OSError:
+            size = None
+        if size is not None and size > 0:
+            twin = None
+            try:
+                twin = next((q for q in by_size.get(size, []) if digest(q) == digest(p)), None)
+            except OSError:
+                twin = None
+            if twin is not None:
+                dropped.append({"path": display_path(p), "same_as": display_path(twin),
+                                "why": "the same bytes (a copy)"})
+                continue
+            by_size.setdefault(size, []).append(p)
+        kept.append((p, kind))
+    return kept, dropped
+
+
+def repeat_notes(dropped: list[dict]) -> list[str]:
+    """One note per input left out by :func:`unique_inputs`."""
+    return [f"{d['path']}: {d['why']} as {d['same_as']}, given again: read once, not counted twice"
+            for d in dropped]

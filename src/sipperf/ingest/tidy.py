@@ -54,10 +54,11 @@ def _read_frame(path: Path) -> pd.DataFrame:
             if dup:
                 raise IngestError(path, "header", f"duplicate column(s) {dup}: each column once")
             dtypes = {c: "string" for c in cols}  # everything as text first: numbers are checked below
+            from sipperf.ingest.compression import kind
             with open(path, "rb") as fh:
-                gz = fh.read(2) == b"\x1f\x8b"
+                comp = kind(fh.read(8))
             df = pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=[""],
-                             compression="gzip" if gz else None)
+                             compression={"bzip2": "bz2"}.get(comp, comp))
     except IngestError:
         raise
     except Exception as e:  # noqa: BLE001 - any parser failure is unusable input

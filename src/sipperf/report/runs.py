@@ -62,7 +62,7 @@ class Group:
 
 def _label(p: Path) -> str:
     name = p.name
-    for suf in (".gz", ".pcapng", ".pcap", ".log", ".csv", ".parquet", ".txt"):
+    for suf in (".gz", ".xz", ".bz2", ".zst", ".pcapng", ".pcap", ".log", ".csv", ".parquet", ".txt"):
         if name.endswith(suf):
             name = name[: -len(suf)]
     return name or str(p)

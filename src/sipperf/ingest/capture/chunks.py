@@ -25,10 +25,29 @@ def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bo
     anywhere (this process, a helper process, a Dask worker)."""
     from sipperf.ingest.capture.fast import iter_compact
 
+    from sipperf.ingest.capture.clock import ClockCheck, file_time_ns
+
     rep = IngestReport(source="pcap-bulk", path=str(path))
+    clock = ClockCheck(file_time_ns(path))
+    held = None  # one chunk behind: the next chunk's first rows are its clock check's lookahead
     for c, dropped in iter_compact(path, rep, chunk_rows=chunk_rows, on_truncated="raise" if strict else "skip",
                                    progress=False):
-        yield ("chunk", c, dropped)  # at most chunk_rows rows each
+        if not c["n"]:
+            if held is None:
+                yield ("chunk", c, dropped)
+            else:
+                held = (held[0], held[1] + dropped)
+            continue
+        if held is not None:
+            h, hd = held
+            h["ts"] = clock.apply(h["ts"], h["iface"], h["frame"], ahead=(c["ts"], c["iface"]))
+            yield ("chunk", h, hd)  # at most chunk_rows rows each
+        held = (c, dropped)
+    if held is not None:
+        h, hd = held
+        h["ts"] = clock.apply(h["ts"], h["iface"], h["frame"])  # impossible stamps repaired, steps undone
+        yield ("chunk", h, hd)
+    clock.account(path, rep)
     yield ("end", rep)
 
 

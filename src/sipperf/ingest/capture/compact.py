@@ -148,6 +148,8 @@ def compact_frame(df: pd.DataFrame) -> tuple[dict, int]:
     c["status"] = _int(df["status"], -1)
     c["via_count"] = _int(df["via_count"], -1) if "via_count" in df.columns else np.full(n, -1, np.int64)
     c["size"] = _int(df["size"], 0)
+    # the capture interface: read by the clock check of the chunk's producer, not merged
+    c["iface"] = _int(df["iface"], 0) if "iface" in df.columns else np.zeros(n, np.int64)
     c["call"] = hash_strings(df["call_id"])
     c["branch"] = hash_strings(df["via_branch"])
     m_codes, m_uniq = _codes(df["method"])

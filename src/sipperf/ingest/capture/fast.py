@@ -1,4 +1,4 @@
-"""Bulk capture reader: pcap/pcapng (optionally gzip-compressed) -> the packet table, no tshark.
+"""Bulk capture reader: pcap/pcapng (plain, or compressed: gzip, xz, bzip2, zstd) -> the packet table, no tshark.
 
 One compiled pass (:func:`.scan.scan`, numba) walks the mapped file record by record and
 writes one row per SIP message straight into column arrays; this module opens the file,
@@ -27,8 +27,9 @@ Decisions documented here:
   zero is read and says so in a note;
 * a packet block naming an interface no IDB defined is a counted skip, the first one's byte
   offset in a note;
-* ``.gz`` is recognised by content (gzip magic, then the pcap/pcapng magic inside) and read
-  as a stream, never written to disk.
+* a compressed file (gzip, xz, bzip2, zstd: :mod:`sipperf.ingest.compression`) is recognised by
+  content (its magic, then the pcap/pcapng magic inside) and read as a stream, never written to
+  disk; cut short, it is read up to the cut like a capture cut short.
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ import os
 import socket
 import struct
 import sys
-import zlib
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
@@ -51,7 +51,7 @@ COLUMNS: tuple[str, ...] = (
     "frame", "ts_ns", "src", "sport", "dst", "dport", "transport", "size",
     "call_id", "cseq", "cseq_method", "method", "status", "via_branch",
     "from_uri", "from_tag", "to_uri", "to_tag", "contact_uri", "corr_id", "ua",
-    "via_count", "max_forwards", "retry_after",
+    "via_count", "max_forwards", "retry_after", "iface",
 )
 DTYPES: dict[str, str] = {
     "frame": "int64", "ts_ns": "int64", "src": "string", "sport": "int64", "dst": "string",
@@ -59,7 +59,7 @@ DTYPES: dict[str, str] = {
     "cseq_method": "string", "method": "string", "status": "Int64", "via_branch": "string",
     "from_uri": "string", "from_tag": "string", "to_uri": "string", "to_tag": "string",
     "contact_uri": "string", "corr_id": "string", "ua": "string", "via_count": "int64",
-    "max_forwards": "Int64", "retry_after": "Int64",
+    "max_forwards": "Int64", "retry_after": "Int64", "iface": "int64",
 }
 
 PCAP_MAGICS = {  # magic -> (byte order big?, ns per fraction unit, record header bytes)
@@ -71,7 +71,7 @@ PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 GZIP_MAGIC = b"\x1f\x8b"
 
 _INT_COLS = {"frame": ps.I_FRAME, "ts_ns": ps.I_TS, "sport": ps.I_SPORT, "dport": ps.I_DPORT,
-             "size": ps.I_SIZE, "via_count": ps.I_VIACNT}
+             "size": ps.I_SIZE, "via_count": ps.I_VIACNT, "iface": ps.I_IFACE}
 _NULLABLE = {"cseq": ps.I_CSEQ, "status": ps.I_STATUS, "max_forwards": ps.I_MAXFWD,
              "retry_after": ps.I_RETRY}
 _STR_COLS = {"call_id": ps.S_CALLID, "cseq_method": ps.S_CSEQM, "method": ps.S_METHOD,
@@ -81,6 +81,9 @@ _STR_COLS = {"call_id": ps.S_CALLID, "cseq_method": ps.S_CSEQM, "method": ps.S_M
 #: the string columns compact chunks are made from (the others are not built on that path)
 _COMPACT_STR = ("call_id", "cseq_method", "method", "via_branch")
 RECORDS_PER_CALL = 65536
+#: copies of one datagram this close in time are one packet read twice (:mod:`.scan.dedup`); 0: keep
+#: every copy
+DUP_WINDOW_NS: int = ps.DUP_WINDOW_NS
 #: a plain file larger than this is mapped, not read window by window (see _Source._map); None:
 #: never.  Only the streaming engine's reader process (:mod:`.chunk_reader`) maps: a file cut
 #: shorter while mapped ends the process that reads it (SIGBUS), and there that is a reader
@@ -93,7 +96,7 @@ _T = TypeVar("_T")
 
 def sniff_format(path: str | os.PathLike, head: bytes) -> str:
     """``"pcap"`` or ``"pcapng"`` from the first bytes (of the decompressed stream for a
-    ``.gz``); :class:`IngestError` naming the file otherwise."""
+    compressed file); :class:`IngestError` naming the file otherwise."""
     if len(head) < 4:
         raise IngestError(path, "byte 0", f"not a capture file: only {len(head)} bytes")
     if head[:4] == PCAPNG_SHB:
@@ -105,21 +108,11 @@ def sniff_format(path: str | os.PathLike, head: bytes) -> str:
 
 
 def is_capture(path: str | os.PathLike) -> bool:
-    """True for a pcap/pcapng file, plain or gzip-compressed (judged by content)."""
+    """True for a pcap/pcapng file, plain or compressed (gzip, xz, bzip2, zstd; judged by content)."""
+    from sipperf.ingest.compression import read_head
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-            if head[:2] == GZIP_MAGIC:
-                fh.seek(0)
-                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                out = b""
-                while len(out) < 4:
-                    chunk = fh.read(4096)
-                    if not chunk:
-                        break
-                    out += d.decompress(chunk, 64)
-                head = out
-    except (OSError, zlib.error, EOFError):
+        head, _ = read_head(path, 4)
+    except OSError:
         return False
     return head[:4] == PCAPNG_SHB or head[:4] in PCAP_MAGICS
 
@@ -141,8 +134,10 @@ class _State:
     def __init__(self) -> None:
         self.st = np.zeros(ps.NST, np.int64)
         self.st[ps.ST_UNDEF_POS] = -1
+        self.st[ps.X_DUP_WINDOW] = DUP_WINDOW_NS
+        self.st[ps.X_DEDUP] = ps.DEDUP_REMEMBER
         self.cnt = np.zeros(ps.NCNT, np.int64)
-        self.ifs = np.zeros((ps.MAX_IF, 4), np.int64)
+        self.ifs = np.zeros((ps.MAX_IF, ps.NIFC), np.int64)
         self.ak = np.zeros((1 << 12, 3), np.int64)
         self.av = np.full(1 << 12, -1, np.int64)
         self.alist = np.zeros((1 << 11, 3), np.int64)
@@ -318,7 +313,7 @@ class _Builder:
         cseq, status = rows("cseq"), rows("status")
         out: dict = {"n": n, "ts": rows("ts_ns"), "frame": rows("frame"),
                      "cseq": np.where(cseq < 0, C.NA_INT, cseq), "status": np.where(status < 0, -1, status),
-                     "via_count": rows("via_count"), "size": rows("size"), "call": call,
+                     "via_count": rows("via_count"), "size": rows("size"), "iface": rows("iface"), "call": call,
                      "branch": C.hash_arrow(strs["via_branch"].chunks, n)}
         m_codes, m_uniq = C.arrow_codes(strs["method"])
         cm_codes, cm_uniq = C.arrow_codes(strs["cseq_method"].fill_null(""))
@@ -378,23 +373,30 @@ def _endpoints(src_addr: np.ndarray, dst_addr: np.ndarray, sport: np.ndarray, dp
 # -------------------------------------------------------------------------- the sources
 class _Source:
     """The capture's bytes, a window at a time, in one reused numpy buffer: read with
-    ``readinto`` from a plain file, or decompressed from a gzip stream (several members
+    ``readinto`` from a plain file, or decompressed from a compressed stream (several members
     allowed).  ``buf[:end]`` holds the bytes from file offset ``base`` (of the decompressed
-    stream for a .gz); ``eof`` is set once the last byte is in."""
+    stream for a compressed file); ``eof`` is set once the last byte is in."""
 
     def __init__(self, path: Path, window: int = 1 << 24):
+        from sipperf.ingest import compression
+
         self.path = path
         self.fh = open(path, "rb")
-        head = self.fh.read(4)
+        head = self.fh.read(8)
         self.fh.seek(0)
-        self.gz = head[:2] == GZIP_MAGIC
+        self.comp = compression.kind(head)  # "gzip", "xz", "bzip2", "zstd" or None
+        self.gz = self.comp is not None     # read through a decompressor
+        why = compression.refused(head)
+        if why is not None:
+            self.fh.close()
+            raise IngestError(path, "byte 0", f"not a capture: {why}")
         self.size = os.fstat(self.fh.fileno()).st_size
-        self.problem: str | None = None  # a gzip stream cut short or corrupt
+        self.problem: str | None = None  # a compressed stream cut short or corrupt
         self.end = 0
         self.base = 0
         self.eof = False
         self.pending = b""  # decompressed bytes that did not fit yet
-        self.dec = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
+        self.dec = compression.Decoder(self.comp) if self.gz else None
         self.mm = (self._map() if not self.gz and MAP_MIN_BYTES is not None and self.size > MAP_MIN_BYTES
                    else None)
         if self.mm is not None:
@@ -406,7 +408,7 @@ class _Source:
             self.buf = np.empty(window, np.uint8)
             self.fill(0)
         if self.gz and self.end == 0 and self.problem:
-            raise IngestError(path, "byte 0", f"gzip data unreadable: {self.problem}")
+            raise IngestError(path, "byte 0", f"{self.comp} data unreadable: {self.problem}")
         self.fmt = sniff_format(path, self.buf[:min(4, self.end)].tobytes())
 
     def _map(self):
@@ -461,37 +463,33 @@ class _Source:
 
     def _inflate(self) -> bytes:
         """The next decompressed bytes (b"" at the end or on an error, noted in ``problem``)."""
+        from sipperf.ingest.compression import DecodeError
+
+        step = 1 << 20 if self.comp == "gzip" else 1 << 16
         while self.problem is None:
-            chunk = self.fh.read(1 << 20)
+            chunk = self.fh.read(step)
             if not chunk:
-                if not self.dec.eof:
-                    self.problem = "compressed data cut short (truncated .gz)"
+                if not self.dec.finish():
+                    self.problem = self.dec.problem
                 return b""
             saved = self.dec.copy()
             try:
-                out = self._members(self.dec, chunk)
-            except zlib.error as e:
-                # keep what decompresses before the bad spot: replay in small pieces
-                self.problem = f"corrupt compressed data ({e})"
-                out, d = [], saved
-                try:
-                    for i in range(0, len(chunk), 512):
-                        out.append(self._members(d, chunk[i:i + 512]))
-                except zlib.error:
-                    pass
+                out = self.dec.decompress(chunk)
+            except DecodeError as e:
+                # keep what decompresses before the bad spot (gzip: replayed in small pieces)
+                self.problem = str(e)
+                out = []
+                if saved is not None:
+                    try:
+                        for i in range(0, len(chunk), 512):
+                            out.append(saved.decompress(chunk[i:i + 512]))
+                    except DecodeError:
+                        pass
                 self.fh.seek(0, os.SEEK_END)
                 return b"".join(out)
             if out:
                 return out
         return b""
-
-    def _members(self, d, data: bytes) -> bytes:
-        out = d.decompress(data)
-        while d.eof and d.unused_data:  # concatenated gzip members
-            rest = d.unused_data
-            d = self.dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out += d.decompress(rest)
-        return out
 
     def close(self) -> None:
         self.buf = None
@@ -668,6 +666,8 @@ def _finish(path: Path, src: _Source, state: _State, report: IngestReport, on_tr
                             f"(no SYN); {int(st[ps.ST_DISCARD_BYTES])} TCP bytes outside any "
                             "complete SIP message were discarded")
     transports_account(path, state, report)
+    copies_account(path, state, report)
+    clock_account(path, state, report)
     report.check()
 
 
@@ -749,6 +749,81 @@ def transports_account(path, state: _State, report: IngestReport) -> None:
                             f"{gaps['capture_end']} at the end of the capture")
     if out:
         report.details.setdefault("transports", {}).update(out)
+
+
+def copies_account(path, state: _State, report: IngestReport) -> None:
+    """Datagrams read twice (:mod:`.scan.dedup`) and datagrams holding several SIP messages, in
+    ``report.details`` and the notes."""
+    xs = state.st
+    n = int(xs[ps.X_DUP_N])
+    if n:
+        win_ms = int(xs[ps.X_DUP_WINDOW]) / 1e6
+        d = {"messages": n, "packets_skipped": int(state.cnt[ps.R_DUPLICATE]), "window_ms": win_ms,
+             "mean_gap_us": round(int(xs[ps.X_DUP_DTSUM]) / n / 1e3, 3),
+             "max_gap_us": round(int(xs[ps.X_DUP_DTMAX]) / 1e3, 3), "hep_copies": int(xs[ps.X_DUP_HEP])}
+        report.details.setdefault("duplicates", d)
+        hep = (f"; {d['hep_copies']} of them a HEP copy beside the packet it copies" if d["hep_copies"] else "")
+        report.notes.append(
+            f"{path}: {n} SIP messages were copies of a datagram already read (same bytes and addresses "
+            f"within {win_ms:g} ms, {d['mean_gap_us']:.3f} µs apart on average, at most {d['max_gap_us']:.3f} "
+            f"µs){hep}: each is read once, the first copy kept (a SPAN/mirror port, two taps, or HEP "
+            f"beside the packets -- not retransmissions, which are new datagrams)")
+    if xs[ps.X_UDP_MULTI]:
+        d = {"datagrams": int(xs[ps.X_UDP_MULTI]), "further_messages": int(xs[ps.X_UDP_EXTRA]),
+             "datagrams_with_an_unreadable_further_message": int(xs[ps.X_UDP_EXTRA_BAD])}
+        report.details.setdefault("transports", {})["udp_several_messages"] = d
+        report.notes.append(
+            f"{path}: {d['datagrams']} UDP datagrams carried more than one SIP message (RFC 3261 §18.3 "
+            f"has a receiver discard the bytes after the first message's body; a proxy may have done so): "
+            f"their {d['further_messages']} further messages are read as messages of their own"
+            + (f", {d['datagrams_with_an_unreadable_further_message']} datagrams with one that is not "
+               "well-formed SIP" if d["datagrams_with_an_unreadable_further_message"] else ""))
+    if xs[ps.X_GENEVE]:
+        report.details.setdefault("transports", {})["geneve_packets"] = int(xs[ps.X_GENEVE])
+        report.notes.append(f"{path}: {int(xs[ps.X_GENEVE])} packets came in Geneve tunnels (UDP 6081): "
+                            "read from the inner frame")
+
+
+def clock_account(path, state: _State, report: IngestReport) -> None:
+    """What the file's timestamps are: per interface the resolution the file declares, the step
+    its stamps actually show (the greatest common divisor of their distances), zero stamps and
+    steps back, in ``report.details["clock"]``; ``resolution_ns``, the coarser of the two over the
+    interfaces that carried packets, is what every duration read from the file is good to."""
+    st, ifs = state.st, state.ifs
+    n_if = 1 if st[ps.ST_FMT] == ps.FMT_PCAP else max(1, min(int(st[ps.ST_NIF]), ps.MAX_IF))
+    rows = []
+    for k in range(n_if):
+        npkt, nzero = int(ifs[k, ps.IF_NPKT]), int(ifs[k, ps.IF_NZERO])
+        if not npkt and not nzero:
+            continue
+        if st[ps.ST_FMT] == ps.FMT_PCAP:
+            declared = float(st[ps.ST_TSMUL])
+        else:
+            declared = float(ifs[k, ps.IF_NUM]) / float(ifs[k, ps.IF_DEN] or 1)
+        step = int(ifs[k, ps.IF_GCD])
+        rows.append({"interface": k, "packets": npkt, "declared_resolution_ns": declared,
+                     "observed_step_ns": step if npkt > 1 and step > 0 else None,
+                     "zero_stamps": nzero, "steps_back": int(ifs[k, ps.IF_NBACK]),
+                     "largest_step_back_ms": round(int(ifs[k, ps.IF_MAXBACK]) / 1e6, 6)})
+    if not rows:
+        return
+    res = max(max(r["declared_resolution_ns"], r["observed_step_ns"] or 0) for r in rows)
+    report.details["clock"] = {"resolution_ns": res, "interfaces": rows}
+    coarse = [r for r in rows if (r["observed_step_ns"] or 0) > r["declared_resolution_ns"]
+              and (r["observed_step_ns"] or 0) >= 10 * max(r["declared_resolution_ns"], 1)]
+    for r in coarse:
+        report.notes.append(
+            f"{path}: interface {r['interface']}: the file stamps to {_dur(r['declared_resolution_ns'])}, but "
+            f"every stamp is a multiple of {_dur(r['observed_step_ns'])} apart: the clock's resolution is "
+            f"{_dur(r['observed_step_ns'])}, and no duration read from it is finer")
+
+
+def _dur(ns: float) -> str:
+    """A duration in ns as text in its natural unit (1 ns, 1 µs, 10 ms, 1 s)."""
+    for unit, f in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= f:
+            return f"{ns / f:g} {unit}"
+    return f"{ns:g} ns"
 
 
 def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",

@@ -203,7 +203,8 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
                     continue
                 good += 1
                 row = {"frame": last, "ts_ns": ts, "src": str(src), "sport": int(l4.srcport),
-                       "dst": str(dst), "dport": int(l4.dstport), "transport": tr, "size": size}
+                       "dst": str(dst), "dport": int(l4.dstport), "transport": tr, "size": size,
+                       "iface": _iface(pkt)}
                 fd = f._asdict()
                 for c in COLUMNS:
                     cols[c].append(row[c] if c in row else fd[c])
@@ -229,6 +230,12 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
         if hasattr(cap, "_running_processes"):
             cap._running_processes.clear()
     return _to_frame(cols)
+
+
+def _iface(pkt) -> int:
+    """The packet's capture interface as tshark numbers them (0 in a pcap)."""
+    v = pkt.frame_info.get_field("interface_id")
+    return int(v) if v is not None and str(v).strip() else 0
 
 
 def _hep_rows(pkt, frame: int, ts_pkt: int, cols: dict[str, list], report: IngestReport) -> bool:
@@ -261,7 +268,7 @@ def _hep_rows(pkt, frame: int, ts_pkt: int, cols: dict[str, list], report: Inges
     for f, size in good:
         row = {"frame": frame, "ts_ns": h.ts_ns if h.ts_ns is not None else ts_pkt, "src": h.src,
                "sport": h.sport, "dst": h.dst, "dport": h.dport, "transport": "tcp" if h.ip_proto == 6 else "udp",
-               "size": size}
+               "size": size, "iface": _iface(pkt)}
         fd = f._asdict()
         for c in COLUMNS:
             cols[c].append(row[c] if c in row else fd[c])

@@ -40,9 +40,10 @@ TRANSPORT_ONLY = frozenset({"TCP without payload", "TCP retransmission"})
 
 
 def capture_stem(path: str | os.PathLike) -> str:
-    """'x' for x.pcapng, x.pcap, x.pcapng.gz, x.cap ..."""
+    """'x' for x.pcapng, x.pcap, x.pcapng.gz, x.pcap.zst, x.cap ..."""
+    from sipperf.ingest.compression import SUFFIXES
     name = Path(path).name
-    for suf in (".gz",):
+    for suf in SUFFIXES:
         if name.endswith(suf):
             name = name[:-len(suf)]
     from sipperf.ingest.paths import display_path
@@ -61,6 +62,7 @@ def read_capture(path: str | os.PathLike, proxy=None, *, strict: bool = False, e
 
     packets, rep = read_packets(path, engine, on_truncated="raise" if strict else "skip")
     _strict_skips(path, rep, strict)
+    packets = check_clock(packets, [path], rep)
     return timeline_of(packets, rep, path, proxy, strict=strict, run_id=run_id or capture_stem(path),
                        stateful=stateful)
 
@@ -98,9 +100,32 @@ def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: s
         reports.append(r)
     packets = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
     rep = set_report(reports, label)
+    packets = check_clock(packets, paths, rep)
     tl, rep = timeline_of(packets, rep, label, proxy, strict=strict, run_id=run_id or rid, stateful=stateful)
     rep.details["capture_set"] = set_account(paths, reports, packets, tl, np.array(offsets, np.int64))
     return tl, rep
+
+
+def check_clock(packets: pd.DataFrame, paths: list, rep: IngestReport) -> pd.DataFrame:
+    """The packet table with impossible stamps repaired and clock steps undone
+    (:mod:`sipperf.ingest.capture.clock`), what was done in ``rep``; the table itself when
+    nothing was.  ``paths``: the files it was read from (the latest modification time bounds
+    the stamps)."""
+    from sipperf.ingest.capture.clock import ClockCheck, file_time_ns
+
+    if not len(packets):
+        return packets
+    times = [t for t in (file_time_ns(q) for q in paths) if t is not None]
+    clock = ClockCheck(max(times) if times else None)
+    iface = packets["iface"].to_numpy(np.int64) if "iface" in packets.columns else np.zeros(len(packets), np.int64)
+    ts = clock.apply(packets["ts_ns"].to_numpy(np.int64), iface, packets["frame"].to_numpy(np.int64))
+    label = paths[0] if len(paths) == 1 else rep.path
+    clock.account(label, rep)
+    if not clock.changed():
+        return packets
+    packets = packets.copy()
+    packets["ts_ns"] = ts
+    return packets
 
 
 def set_report(reports: list[IngestReport], label: str) -> IngestReport:
@@ -190,6 +215,8 @@ def timeline_of(packets: pd.DataFrame, rep: IngestReport, path, proxy=None, *, s
         used[:] = True
     tl["vantage"] = v.kind
     tl = make_timeline(tl)
+    if "clock" in tl.columns and tl["clock"].notna().any():
+        rep.details["egress_before_ingress"] = int(tl["clock"].notna().sum())
     rep.messages = len(tl)
     rep.details["vantage"] = v.to_dict()
     if v.kind == "endpoint":

@@ -188,6 +188,48 @@ def resolver(a: np.ndarray, d: np.ndarray) -> Resolver:
     return Resolver(a[o], d[o], int(overtaken_max(a, d)), int((d - a).max()) if len(a) else int(NO_BOUND))
 
 
+#: an egress copy stamped before its ingress copy by at most this is still paired with it
+INVERTED_MAX_NS = 1_000_000_000
+#: the ``clock`` column of a message whose egress copy was stamped before its ingress copy
+INVERTED = "egress stamped before ingress"
+
+
+def inverted_note(n: int) -> str:
+    return (f"{n} messages left the proxy with an egress copy stamped before their ingress copy (by at most "
+            f"{INVERTED_MAX_NS // 10**6} ms; the interfaces' clocks disagree, or a copy was stamped early): "
+            "paired and counted as relayed, their sojourn left out (unknown)")
+
+
+def _pair_inverted(egress_only: list, unpaired_in: np.ndarray, partner: np.ndarray, keys, src_ep, dst_ep,
+                   frame: np.ndarray, ts: np.ndarray) -> tuple[list, np.ndarray]:
+    """Pairs that FIFO in time order cannot make: an egress-only copy with the key of an unpaired
+    ingress copy, written after it in the file (captured after it) but stamped before it, by at
+    most :data:`INVERTED_MAX_NS`, and not sent back to its sender.  Sets ``partner``; returns
+    (the egress-only copies left, the ingress rows paired so)."""
+    inverted = np.zeros(len(partner), bool)
+    if not egress_only or not unpaired_in.any():
+        return egress_only, inverted
+    by_key: dict = defaultdict(list)
+    for i in np.flatnonzero(unpaired_in).tolist():
+        by_key[keys[i]].append(i)
+    left = []
+    for e in egress_only:
+        cands = by_key.get(keys[e])
+        hit = -1
+        if cands:
+            for j, i in enumerate(cands):
+                if src_ep[i] != dst_ep[e] and frame[e] > frame[i] and 0 < ts[i] - ts[e] <= INVERTED_MAX_NS:
+                    hit = j
+                    break
+        if hit < 0:
+            left.append(e)
+            continue
+        i = cands.pop(hit)
+        partner[i] = e
+        inverted[i] = True
+    return left, inverted
+
+
 def _norm_proxy(proxy) -> str:
     """The canonical 'ip:port' of a proxy given as text or (host, port); ValueError says what is wrong."""
     return parse_socket(proxy)
@@ -357,6 +399,9 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     else:
         amb_note = None
 
+    frame = p["frame"].to_numpy(np.int64)
+    egress_only, inverted = _pair_inverted(egress_only, ingress & (partner < 0) & ~hbh, partner, keys, src_ep,
+                                           dst_ep, frame, ts)
     ins = np.flatnonzero(ingress)
     outs = partner[ins]
     paired = outs >= 0
@@ -366,7 +411,6 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
         return p[name].to_numpy(object)[idx] if len(idx) else np.array([], dtype=object)
 
     safe_out = np.where(paired, outs, ins)  # placeholder index where unpaired (masked below)
-    frame = p["frame"].to_numpy(np.int64)
     size = p["size"].to_numpy()
 
     def masked(values, mask):
@@ -413,7 +457,17 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     t_in[n_in:] = np.nan
     t_out = np.where(np.concatenate([paired, np.ones(n_eo, bool)]),
                      (ts[np.concatenate([safe_out, eo])] - t0).astype(np.float64), np.nan)
+    inv = np.concatenate([inverted[ins], np.zeros(n_eo, bool)])
+    if inv.any():
+        # an egress copy stamped before its ingress copy: relayed, its sojourn unknown (the
+        # classification sees it as relayed at once; the egress instant is then left out)
+        t_out = np.where(inv, t_in, t_out)
     disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0), concurrent=concurrent(t_in, t_out))
+    if inv.any():
+        tl.loc[inv, "t_dep"] = pd.NA
+        tl["clock"] = pd.array(np.where(inv, INVERTED, None), dtype="string")
+        rep.notes.append(inverted_note(int(inv.sum())))
+
     dropped = disp == hop.DROPPED
     tl["dropped"] = pd.array(dropped, dtype="boolean")
     tl["drop_reason"] = pd.array(np.where(dropped, "no egress", None), dtype="string")

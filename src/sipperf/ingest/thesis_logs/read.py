@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import os
 import sys
+import lzma
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -589,7 +590,7 @@ def read_thesis_log(path: str | os.PathLike, *, run_id: str | None = None, stric
     line0 = 0
     try:
         fh, line0 = _read_blocks(path, block_bytes, pairer, report, counts, strict, bar)
-    except (OSError, EOFError, zlib.error) as e:
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
         raise IngestError(path, f"line {report.read + 1}",
                           f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     report.parsed = pairer.parsed
@@ -766,18 +767,20 @@ def sniff_file(path: str | os.PathLike, chunk: int = 1 << 20) -> bool:
 
 
 class _LogReader:
-    """Binary reader of a log, plain or gzip, whose ``readinto`` fills the buffer completely
+    """Binary reader of a log, plain or compressed (gzip, xz, bzip2, zstd), whose ``readinto`` fills the buffer completely
     (short only at the end) and, for a file with classic-Mac line ends (CR alone, as some
     syslog relays write), turns every CR not followed by LF into LF (one byte for one, so
     line numbers and lengths stay what they are)."""
 
     def __init__(self, path: Path):
+        from sipperf.ingest.compression import kind, open_stream
+
         self.raw = open(path, "rb")
         try:
-            if self.raw.read(2) == b"\x1f\x8b":
-                import gzip
-                self.raw.seek(0)
-                self.fh = gzip.GzipFile(fileobj=self.raw, mode="rb")
+            if kind(self.raw.read(8)) is not None:  # gzip, xz, bzip2, zstd
+                self.raw.close()
+                self.raw = open_stream(path)
+                self.fh = self.raw
             else:
                 self.raw.seek(0)
                 self.fh = self.raw
@@ -840,7 +843,7 @@ SNIFF_CR = 64 * 1024
 
 
 def open_log(path: str | os.PathLike) -> _LogReader:
-    """Open a log for reading (plain or gzip; CR-only line ends read as LF)."""
+    """Open a log for reading (plain or compressed; CR-only line ends read as LF)."""
     return _LogReader(Path(path))
 
 

@@ -18,8 +18,8 @@ file                   what it does
                        MPLS; Linux cooked SLL/SLL2; BSD null/loopback; raw IP), IPv4 (options; a
                        total length of 0, as TSO captures have, means "to the end of the captured
                        bytes"; AH skipped) and IPv6 (extension headers), the tunnels (IP-in-IP,
-                       GRE/ERSPAN, VXLAN) and the dispatch to UDP (one SIP message per datagram,
-                       bounded by the UDP length; a HEP packet on any port; SigComp, DTLS and
+                       GRE/ERSPAN, VXLAN, Geneve) and the dispatch to UDP (one SIP message per
+                       datagram, bounded by the UDP length, and any further ones after its body; a HEP packet on any port; SigComp, DTLS and
                        UDP-encapsulated ESP named) or TCP; SCTP and ESP refused by name
 :mod:`.ipfrag`         IPv4/IPv6 fragment reassembly (later data at the same offset replaces
                        earlier)
@@ -36,6 +36,9 @@ file                   what it does
                        in the capture
 :mod:`.hep`            HEPv1/v2/v3 (EEP) from capture agents: the SIP inside, with the agent's
                        addresses, ports and capture time
+:mod:`.dedup`          a datagram seen twice (a SPAN port, two taps, HEP beside the packets):
+                       same bytes and addresses within the duplicate window, no different IPv4
+                       id; the first copy is kept, the others are counted skips
 :mod:`.messages`       SIP messages cut from a span of bytes (Content-Length, start lines): TCP
                        streams, WebSocket messages, HEP payloads
 :mod:`.tables`         address and TCP-flow interning (hash tables, rehash when grown)

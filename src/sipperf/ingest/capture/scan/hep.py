@@ -26,9 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .layout import (AG_DMAX, AG_DMIN, AG_DSUM, AG_ID, AG_N, C_PARSED, NAG, NAGENT,
-                     R_HEP_BAD, R_HEP_COMPRESSED, R_HEP_NOT_SIP, TR_TCP, TR_UDP,
-                     X_HEP_MSGS, X_HEP_NOTIME, X_HEP_V1, X_HEP_V2, X_HEP_V3, XA, XB)
+from .dedup import HEP_IPID
+from .layout import (AG_DMAX, AG_DMIN, AG_DSUM, AG_ID, AG_N, C_PARSED, DEDUP_CHECK, NAG, NAGENT,
+                     R_HEP_BAD, R_HEP_COMPRESSED, R_HEP_NOT_SIP, TR_TCP, TR_UDP, X_DEDUP,
+                     X_HEP_MSGS, X_HEP_NOTIME, X_HEP_V1, X_HEP_V2, X_HEP_V3, X_IPID, XA, XB)
 from .messages import _emit_span, _line_start_sip
 from .primitives import _be16, _be32, _be64, _u32
 from .sip import _emit
@@ -235,6 +236,12 @@ def _hep(a, s, e, frame, ts_pkt, st, I, O, V, D, dl, scr, hs, he, ak, av, alist)
         st[X_HEP_NOTIME] += 1
     sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
     did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
+    # a HEP copy beside the packet it copies (a proxy host tracing to Homer, captured on the
+    # host) is a duplicate of it (.dedup): checked, with no IP id of its own
+    mode = st[X_DEDUP]
+    ipid = st[X_IPID]
+    st[X_DEDUP] = DEDUP_CHECK
+    st[X_IPID] = HEP_IPID
     if proto == 6:
         good, bad = _emit_span(a, ps, pe, sid, did, sport, dport, TR_TCP, frame, ts, st, I,
                                O, V, D, dl, scr, hs, he)
@@ -245,6 +252,8 @@ def _hep(a, s, e, frame, ts_pkt, st, I, O, V, D, dl, scr, hs, he, ak, av, alist)
                           st, I, O, V, D, dl, scr, hs, he)
         code = C_PARSED if c == 1 else (R_HEP_NOT_SIP if c == 0 else c)
         n_ok = 1 if c == 1 else 0
+    st[X_DEDUP] = mode
+    st[X_IPID] = ipid
     if n_ok > 0:
         st[X_HEP_MSGS] += n_ok
         _agent(st, capt, ts_pkt - ts)

@@ -13,7 +13,9 @@ import numpy as np
 # ---------------------------------------------------------------------------- output layout
 I_FRAME, I_TS, I_SPORT, I_DPORT, I_SIZE, I_CSEQ, I_STATUS, I_VIACNT, I_MAXFWD, I_RETRY = range(10)
 I_SRC, I_DST, I_TRANSPORT, I_NONASCII = 10, 11, 12, 13
-NI = 14
+I_IFACE = 14  # the capture interface of the packet that completed the message (as tshark numbers
+             # them: the IDBs of every section in turn; 0 in a pcap)
+NI = 15
 S_CALLID, S_CSEQM, S_METHOD, S_BRANCH, S_FROMURI, S_FROMTAG, S_TOURI, S_TOTAG = range(8)
 S_CONTACT, S_CORR, S_UA = 8, 9, 10
 NS = 11
@@ -27,7 +29,9 @@ NULL = -1  # in the nullable int columns
 # what a capture may carry besides SIP in clear, each named (issue 23)
 (R_TCP_WINDOW, R_WS_HANDSHAKE, R_WS_CONTROL, R_WS_NOT_SIP, R_HTTP, R_HEP_NOT_SIP,
  R_HEP_COMPRESSED, R_HEP_BAD, R_TLS, R_WSS, R_DTLS, R_SCTP, R_ESP, R_SIGCOMP) = range(21, 35)
-NCNT = 35
+# captures that lie (issue 36): a packet seen twice
+R_DUPLICATE = 35
+NCNT = 36
 REASONS: dict[int, str] = {
     R_NOT_IP: "not IP",
     R_LINK: "link type unsupported",
@@ -65,6 +69,8 @@ REASONS: dict[int, str] = {
     R_SCTP: "SCTP: SIP over SCTP is not read",
     R_ESP: "ESP (IPsec): encrypted, cannot be read",
     R_SIGCOMP: "compressed SigComp (RFC 3320): not read",
+    R_DUPLICATE: "duplicate copy of a datagram already read (same bytes and addresses within the "
+                 "duplicate window: a SPAN/mirror port, two taps, or a HEP copy beside the packet)",
 }
 #: the classes refused by name (their packets and bytes are in the account, xs[XB + code])
 REFUSED = (R_TLS, R_WSS, R_DTLS, R_SCTP, R_ESP, R_SIGCOMP, R_HEP_COMPRESSED)
@@ -86,8 +92,12 @@ MAX_BODY = 16 * 1024 * 1024         # TCP: a Content-Length beyond this is not b
 U32_MAX = 4294967295
 I31_MAX = 2147483647
 
-# interface table columns (ifs): link type, ts numerator, ts denominator, offset ns
+# interface table columns (ifs): link type, ts numerator, ts denominator, offset ns; then what the
+# stamps show: packets, first stamp, the greatest common divisor of (stamp - first stamp), the
+# last stamp, steps back from one packet to the next (count, largest), stamps of zero or less
 IF_LINK, IF_NUM, IF_DEN, IF_OFF = 0, 1, 2, 3
+IF_NPKT, IF_T0, IF_GCD, IF_LAST, IF_NBACK, IF_MAXBACK, IF_NZERO = 4, 5, 6, 7, 8, 9, 10
+NIFC = 11
 MAX_IF = 4096
 
 # TCP flow state columns (fs): stream region in the arena, pending packets, the framing mode,
@@ -130,7 +140,21 @@ XA = XS0 + 128               # HEP agents: st[XA] = n, then NAGENT rows of AG_* 
 NAGENT = 32
 AG_ID, AG_N, AG_DSUM, AG_DMIN, AG_DMAX = range(5)
 NAG = 5
-NST = XA + 1 + NAGENT * NAG + 8
+# duplicates (issue 36): the window, the current packet's IPv4 identification and interface, the
+# mode of the next _emit (check and remember, or remember only), what was found; then the table of
+# recent datagrams, DUP_SLOTS rows of (content hash, time, IPv4 id), open addressing
+XD0 = XA + 1 + NAGENT * NAG + 8
+(X_DUP_WINDOW, X_IPID, X_IFACE, X_DEDUP, X_DUP_N, X_DUP_DTMAX, X_DUP_DTSUM, X_DUP_HEP,
+ X_UDP_MULTI, X_UDP_EXTRA, X_UDP_EXTRA_BAD, X_GENEVE, X_IFBASE) = range(XD0, XD0 + 13)
+DEDUP_CHECK, DEDUP_REMEMBER = 1, 2
+DUP_SLOTS = 1 << 16
+DUP_PROBES = 8
+XDT = XD0 + 16
+NST = XDT + 3 * DUP_SLOTS
+#: the default duplicate window: a tenth of RFC 3261's T1 (500 ms), the shortest interval at which
+#: a sender retransmits with the default timers, and far longer than the microseconds between
+#: two copies of one packet on a mirror port
+DUP_WINDOW_NS = 50_000_000
 
 # fragment slots (frs): key (6), total, nfrags, nframes, used, last frame ; fragments (frl)
 FR_KEY, FR_TOTAL, FR_NFRAG, FR_NFRAMES, FR_USED = 0, 6, 7, 8, 9

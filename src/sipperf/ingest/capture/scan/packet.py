@@ -8,10 +8,11 @@ The walk is a loop over layers (at most 8), with ``kind`` the header that starts
   captured bytes") and IPv6 (hop-by-hop, routing, destination, mobility, HIP, shim6 and AH
   extension headers); a fragment goes to :mod:`.ipfrag` and the reassembled datagram
   continues the walk;
-* tunnels: IP-in-IP, GRE (and ERSPAN II/III) and VXLAN (UDP port 4789) send the walk round
-  again with the inner header;
+* tunnels: IP-in-IP, GRE (and ERSPAN II/III), VXLAN (UDP port 4789) and Geneve (UDP port 6081)
+  send the walk round again with the inner header;
 * transport: UDP carries one SIP message per datagram (payload bounded by the UDP length,
-  :func:`.sip._emit`), or a HEP packet from a capture agent on any port (:mod:`.hep`); a UDP
+  :func:`.sip._emit`; further messages after the first one's body are read too,
+  :func:`_more_in_datagram`), or a HEP packet from a capture agent on any port (:mod:`.hep`); a UDP
   payload that is neither is named when it can be (:func:`_udp_other`: SigComp, DTLS, ESP in
   UDP); TCP goes to the flow's byte stream (:func:`.tcp._tcp`); SCTP and ESP are refused by
   name, their bytes counted (``st[XB + code]``); IPv4 AH is skipped (it encrypts nothing).
@@ -32,10 +33,12 @@ from numba import njit
 
 from .hep import _hep, hep2_len, is_hep3
 from .ipfrag import _frag
-from .layout import (C_PARSED, R_DTLS, R_ESP, R_LINK, R_NESTED_FRAG, R_NOT_IP, R_NOT_L4,
-                     R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED, R_UDP_NOT_SIP, SEG_DGRAM, SEG_DPORT,
-                     SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_FLAGS, SEG_PE, SEG_PS, SEG_SEQ,
-                     SEG_SPORT, SEG_SRC_HI, SEG_SRC_LO, SEG_W, ST_BADLINK, XB)
+from .layout import (C_PARSED, DEDUP_CHECK, DEDUP_REMEMBER, I_SIZE, R_DTLS, R_ESP, R_LINK,
+                     R_NESTED_FRAG, R_NOT_IP, R_NOT_L4, R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED,
+                     R_UDP_NOT_SIP, SEG_DGRAM, SEG_DPORT, SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_FLAGS,
+                     SEG_PE, SEG_PS, SEG_SEQ, SEG_SPORT, SEG_SRC_HI, SEG_SRC_LO, SEG_W, ST_BADLINK,
+                     ST_NR, X_DEDUP, X_GENEVE, X_IPID, X_UDP_EXTRA, X_UDP_EXTRA_BAD, X_UDP_MULTI, XB)
+from .messages import _emit_span, _line_start_sip
 from .primitives import _be16, _be32, _be64, _u32
 from .sip import _emit_udp
 from .tables import _addr_id, _flow_id
@@ -188,6 +191,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                     cnt[R_SNAPPED] += w
                     return DONE_PACKET
             proto = a[off + 9]
+            st[X_IPID] = _be16(a, off + 4)
             src_hi = np.int64(0)
             src_lo = _be32(a, off + 12)
             dst_hi = np.int64(0)
@@ -209,6 +213,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 cnt[R_SHORT] += w
                 return DONE_PACKET
             plen = _be16(a, off + 4)
+            st[X_IPID] = -1
             end = e if plen == 0 else off + 40 + plen
             if end > e:
                 cnt[R_SNAPPED] += w
@@ -338,14 +343,29 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
                 e = ue
                 kind = K_ETH
                 continue
+            if (dport == 6081 or sport == 6081) and ue - ps >= 16 and (a[ps + 8] >> 6) == 0:
+                # Geneve (RFC 8926): 8 bytes, the options, then the inner frame by protocol type
+                gq = ps + 16 + np.int64(a[ps + 8] & 0x3F) * 4
+                gp = _be16(a, ps + 10)
+                if gq <= ue and (gp == 0x6558 or gp == 0x0800 or gp == 0x86DD):
+                    st[X_GENEVE] += 1
+                    off = gq
+                    e = ue
+                    kind = K_ETH if gp == 0x6558 else K_IP4 if gp == 0x0800 else K_IP6
+                    continue
             p = ps + 8
             if is_hep3(a, p, ue):  # HEPv3 from a capture agent, any port
                 cnt[_hep(a, p, ue, frame, ts, st, I, O, V, D, dl, scr, hs, he, ak, av, alist)] += w
                 return DONE_PACKET
             sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
             did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
+            st[X_DEDUP] = DEDUP_CHECK
             code, _h, _c = _emit_udp(a, p, ue, False, sid, did, sport, dport, 0, frame, ts,
                                  ue - ps - 8, st, I, O, V, D, dl, scr, hs, he)
+            st[X_DEDUP] = DEDUP_REMEMBER
+            if code == 1 and _c >= 0 and p + _h + _c < ue:
+                _more_in_datagram(a, p + _h + _c, ue, sid, did, sport, dport, frame, ts, _h + _c,
+                                  st, I, O, V, D, dl, scr, hs, he)
             if code == 1:
                 cnt[C_PARSED] += w
             elif code == 0:
@@ -415,6 +435,26 @@ def _segment(a, seg, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, al
     did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
     _tcp(fs, f, arena, a, seg[SEG_PS], seg[SEG_PE], seg[SEG_SEQ], seg[SEG_FLAGS], seg[SEG_W], sid,
          did, sport, dport, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, op, ob)
+
+
+@njit(cache=True)
+def _more_in_datagram(a, q, e, sid, did, sport, dport, frame, ts, first_len, st, I, O, V, D, dl,
+                      scr, hs, he):
+    """More SIP messages after the first one's body in a UDP datagram (RFC 3261 §18.3 says the
+    extra bytes are discarded, but senders that pack several messages into one datagram exist):
+    when the bytes after it begin with a SIP start line, each one is a row of its own (framed
+    by Content-Length, as on a stream) and the first message's size is its own length."""
+    while q < e and (a[q] == 13 or a[q] == 10):
+        q += 1
+    if q >= e or _line_start_sip(a, q, e) != 1:
+        return
+    I[I_SIZE, st[ST_NR] - 1] = first_len
+    good, bad = _emit_span(a, q, e, sid, did, sport, dport, 0, frame, ts, st, I, O, V, D, dl,
+                           scr, hs, he)
+    st[X_UDP_MULTI] += 1
+    st[X_UDP_EXTRA] += good
+    if bad != 0:
+        st[X_UDP_EXTRA_BAD] += 1
 
 
 @njit(cache=True)

@@ -14,12 +14,13 @@ import numpy as np
 from numba import njit
 
 from .layout import (DONE, ERR_CORRUPT, ERR_TRUNC, F_PEND, FMT_PCAP, FR_NFRAMES, FR_USED, IF_DEN,
-                     IF_LINK, IF_NUM, IF_OFF, MAX_HDR, MAX_IF, MAX_PCAP_RECORD, MAX_PCAPNG_BLOCK,
+                     IF_GCD, IF_LAST, IF_LINK, IF_MAXBACK, IF_NBACK, IF_NPKT, IF_NUM, IF_NZERO, IF_OFF,
+                     IF_T0, MAX_HDR, MAX_IF, MAX_PCAP_RECORD, MAX_PCAPNG_BLOCK,
                      MORE_RECORDS, NEED_DATA, NI, NS, NSEG, OOO_HOLD_NS, OOO_MAX_SLOTS, OOO_WINDOW,
                      OS_USED, R_NO_TS, R_UNDEF_IF, SEG_DGRAM, ST_ARENA, ST_BIG, ST_ERR, ST_ERR_FRAME,
                      ST_ERR_POS, ST_FARENA, ST_FMT, ST_FRAME, ST_LINK, ST_MAXPEND, ST_NADDR,
                      ST_NFLOW, ST_NIF, ST_NR, ST_OOO_ACTIVE, ST_OOO_T0MIN, ST_RECHDR, ST_SECTIONS,
-                     ST_TSMUL, ST_TS_NONZERO, ST_TS_ZERO, ST_UNDEF_POS)
+                     ST_TSMUL, ST_TS_NONZERO, ST_TS_ZERO, ST_UNDEF_POS, X_IFACE, X_IFBASE)
 from .packet import TCP_SEGMENT, _packet, _segment
 from .primitives import _borrow, _u16, _u32
 from .reorder import waiting
@@ -39,6 +40,34 @@ def _ts_ns(raw_hi, raw_lo, num, den):
     if r < np.uint64(1 << 34):
         return np.int64(q) * num + np.int64((r * np.uint64(num)) // np.uint64(den))
     return np.int64(q) * num + np.int64(float(r) * num / den)
+
+
+@njit(cache=True, inline="always")
+def _clock(ifs, k, ts):
+    """What the stamps of interface ``k`` show, one packet more: a stamp of zero or less, else the
+    greatest common divisor of the distances to the first stamp (the clock's real step) and the
+    steps back from the packet before."""
+    if ts <= 0:
+        ifs[k, IF_NZERO] += 1
+        return
+    if ifs[k, IF_NPKT] == 0:
+        ifs[k, IF_T0] = ts
+    else:
+        d = ts - ifs[k, IF_T0]
+        if d < 0:
+            d = -d
+        g = ifs[k, IF_GCD]
+        if g != 1 and d != 0:
+            while d != 0:
+                g, d = d, g % d
+            ifs[k, IF_GCD] = g
+        last = ifs[k, IF_LAST]
+        if ts < last:
+            ifs[k, IF_NBACK] += 1
+            if last - ts > ifs[k, IF_MAXBACK]:
+                ifs[k, IF_MAXBACK] = last - ts
+    ifs[k, IF_LAST] = ts
+    ifs[k, IF_NPKT] += 1
 
 
 @njit(cache=True, inline="always")
@@ -151,6 +180,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                 ts = sec * 1_000_000_000 + frac * st[ST_TSMUL]
                 link = st[ST_LINK]
                 pos += hl + incl
+                ifx = 0
                 has_pkt = True
                 no_ts = False
                 undef = False
@@ -191,11 +221,13 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                 has_pkt = False
                 no_ts = False
                 undef = False
+                ifx = 0
                 data = 0
                 caplen = 0
                 ts = np.int64(0)
                 link = 0
                 if btype == 0x0A0D0D0A:
+                    st[X_IFBASE] += st[ST_NIF]  # a new section: its interfaces are numbered on
                     st[ST_NIF] = 0
                     st[ST_SECTIONS] += 1
                 elif btype == 1:
@@ -240,6 +272,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                         ifs[k, IF_NUM] = num
                         ifs[k, IF_DEN] = den
                         ifs[k, IF_OFF] = tsoff * 1_000_000_000
+                        ifs[k, IF_LAST] = 0  # a new section's interface: no step back from the last one
                     st[ST_NIF] = k + 1
                 elif btype == 6 or btype == 2:   # enhanced / obsolete packet block
                     if blen < 32:
@@ -255,6 +288,7 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                     if iface >= st[ST_NIF] or iface >= MAX_IF:
                         undef = True
                     else:
+                        ifx = iface
                         link = ifs[iface, IF_LINK]
                         ts = _ts_ns(_u32(buf, pos + 12, big), _u32(buf, pos + 16, big),
                                     ifs[iface, IF_NUM], ifs[iface, IF_DEN]) + ifs[iface, IF_OFF]
@@ -303,6 +337,9 @@ def scan(buf, pos, end, eof, max_records, max_rows, st, cnt, ifs, ak, av, alist,
                 st[ST_TS_ZERO] += 1
             else:
                 st[ST_TS_NONZERO] += 1
+            _clock(ifs, ifx, ts)
+            # the interface a message row names, as tshark numbers them (0 in a pcap)
+            st[X_IFACE] = ifx if fmt == FMT_PCAP else st[X_IFBASE] + ifx
             # a hole that waited too long is a gap (one per packet; the room above covers it)
             if st[ST_OOO_ACTIVE] > 0 and ts - st[ST_OOO_T0MIN] > OOO_HOLD_NS:
                 expire_one(ts, False, _borrow(fs), _borrow(arena), _borrow(st), _borrow(cnt), _borrow(I),

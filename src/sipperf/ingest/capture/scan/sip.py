@@ -13,9 +13,10 @@ import types
 
 from numba import njit
 
-from .layout import (H_CALLID, H_CLEN, H_CSEQ, H_VIA, I31_MAX, I_DPORT, I_DST, I_FRAME,
-                     I_SIZE, I_SPORT, I_SRC, I_TRANSPORT, I_TS, NAME_FIRST, NAME_ID, NAME_NEXT, NAME_TAB, NH,
-                     R_MAL_CALLID, R_MAL_CSEQ, R_MAL_STATUS, ST_NR, U32_MAX)
+from .dedup import _seen_before
+from .layout import (H_CALLID, H_CLEN, H_CSEQ, H_VIA, I31_MAX, I_DPORT, I_DST, I_FRAME, I_IFACE,
+                     I_SIZE, I_SPORT, I_SRC, I_TRANSPORT, I_TS, NAME_FIRST, NAME_ID, NAME_NEXT, NAME_TAB, NH, NS,
+                     R_DUPLICATE, R_MAL_CALLID, R_MAL_CSEQ, R_MAL_STATUS, ST_NR, U32_MAX, X_DEDUP, X_IFACE)
 from .primitives import _at, _find_lf, _lower
 from .rows import _write_row
 from .values import _blank, _next_top, _src, _u32v
@@ -334,10 +335,17 @@ def parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, framing):
 @njit(cache=True)
 def _emit(a, s, e, framing, src_id, dst_id, sport, dport, transport, frame, ts, size_udp,
           st, I, O, V, D, dl, scr, hs, he):
-    """Parse a[s:e] and, if SIP and well formed, write row st[ST_NR]; returns (code, hlen, clen)."""
+    """Parse a[s:e] and, if SIP and well formed, write row st[ST_NR]; returns (code, hlen, clen).
+    A copy of a datagram read within the duplicate window (:mod:`.dedup`) writes no row: code
+    R_DUPLICATE."""
     r = st[ST_NR]
     code, hlen, clen = parse_sip(a, s, e, r, I, O, V, D, dl, scr, hs, he, framing)
+    if code == 1 and st[X_DEDUP] != 0 and _seen_before(a, s, e, src_id, dst_id, sport, dport, transport, ts, st):
+        for c in range(NS):  # the row's string bytes are given back
+            dl[c] = O[c, r]
+        return R_DUPLICATE, hlen, clen
     if code == 1:
+        I[I_IFACE, r] = st[X_IFACE]
         I[I_FRAME, r] = frame
         I[I_TS, r] = ts
         I[I_SPORT, r] = sport
