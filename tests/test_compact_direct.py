@@ -195,7 +195,7 @@ def test_the_captures_cover_what_they_should(captures):
 def with_clock_check(path, want: list, rep: IngestReport) -> tuple[list, IngestReport]:
     """The reference chunks with the clock check of the in-memory path applied to all their rows
     at once (produce applies it chunk by chunk, one chunk behind: the same stamps)."""
-    from sipperf.ingest.capture.clock import ClockCheck, file_time_ns
+    from sipperf.ingest.clock import ClockCheck, file_time_ns
 
     clock = ClockCheck(file_time_ns(path))
     rows = [c for c, _ in want if c["n"]]

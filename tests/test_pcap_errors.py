@@ -452,8 +452,10 @@ def _tcp4_data_segments():
 
 
 def test_tcp_retransmission_and_keepalive(tmp_path):
-    """DERIVED from tcp4: the 10th data segment sent twice (a retransmission), and a CRLF
-    keep-alive (RFC 5626) after the last data segment of its flow: same rows, two skips."""
+    """DERIVED from tcp4: the 10th data segment sent twice (a retransmission: the same bytes in a
+    new IP packet, another IPv4 id), and a CRLF keep-alive (RFC 5626) after the last data segment
+    of its flow: same rows, two skips.  The same segment copied with its own id (a mirror port)
+    is a duplicate instead."""
     from capgen import tcp_frame, tcp_parts
     recs, data = _tcp4_data_segments()
     i = data[9]
@@ -463,13 +465,19 @@ def test_tcp_retransmission_and_keepalive(tmp_path):
     l2b, ipb, tcpb, seqb, payb = tcp_parts(recs[last][2])
     out = list(recs)
     out.insert(last + 1, (recs[last][0] + 1, 113, tcp_frame(l2b, ipb, tcpb, seqb + len(payb), b"\r\n\r\n")))
-    out.insert(i + 1, (recs[i][0] + 1, 113, recs[i][2]))
+    copy = recs[i][2]
+    ident = struct.unpack(">H", copy[16 + 4:16 + 6])[0]
+    assert ident > 0
+    resent = copy[:16 + 4] + struct.pack(">H", (ident + 7) & 0xFFFF) + copy[16 + 6:]
     full, _ = pcapfast.read_packets(FIX / "tcp4.pcapng")
-    a, rep = pcapfast.read_packets(write_records(tmp_path / "rtx.pcapng", out))
-    assert rep.skipped["TCP retransmission"] == 1 and rep.skipped["TCP keep-alive (CRLF only)"] == 1
-    assert rep.read == len(recs) + 2 and rep.balanced
     cols = [c for c in pcapfast.COLUMNS if c not in ("frame", "ts_ns", "iface")]
-    same(a[cols], full[cols])
+    for seg, reason in ((resent, "TCP retransmission"), (copy, pcapfast.ps.REASONS[pcapfast.ps.R_DUPLICATE])):
+        o2 = list(out)
+        o2.insert(i + 1, (recs[i][0] + 1, 113, seg))
+        a, rep = pcapfast.read_packets(write_records(tmp_path / "rtx.pcapng", o2))
+        assert rep.skipped[reason] == 1 and rep.skipped["TCP keep-alive (CRLF only)"] == 1
+        assert rep.read == len(recs) + 2 and rep.balanced
+        same(a[cols], full[cols])
 
 
 def test_tcp_gap_drops_only_the_broken_message(tmp_path):

@@ -95,7 +95,9 @@ def input_checks(details: dict) -> list[str]:
     if clock.get("resolution_ns") is not None:
         out.append(f"clock resolution {_dur(clock['resolution_ns'])}")
     d = details.get("duplicates")
-    if d:
+    if d and d.get("tcp_segments"):
+        out.append(f"{d['tcp_segments']} duplicate TCP segments (copies of the one before them) skipped")
+    if d and d.get("messages"):
         hep = f", {d['hep_copies']} of them HEP copies" if d.get("hep_copies") else ""
         out.append(f"{d['messages']} duplicate copies read once (same datagram within {d['window_ms']:g} ms, "
                    f"{d['mean_gap_us']:.3f} µs apart on average{hep})")
@@ -118,6 +120,9 @@ def input_checks(details: dict) -> list[str]:
     if details.get("egress_before_ingress"):
         out.append(f"{details['egress_before_ingress']} messages with the egress copy stamped before the "
                    "ingress copy: relayed, sojourn left out")
+    if details.get("time_unknown"):
+        out.append(f"{details['time_unknown']} messages with a repaired stamp or a clock step between their "
+                   "copies: counted, their time in the proxy left out")
     multi = (details.get("transports") or {}).get("udp_several_messages")
     if multi:
         out.append(f"{multi['datagrams']} UDP datagrams held several SIP messages: "

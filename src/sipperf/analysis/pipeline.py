@@ -71,17 +71,18 @@ def analyze(paths, *, proxy=None, strict: bool = False, offered: int | None = No
             c.insert(0, "hop", int(h))
             parts.append(c)
         by_hop = pd.concat(parts, ignore_index=True)
+    res = clock_resolution_ns(report)  # the clock's resolution beside every component
+    comp, by_hop = with_resolution(comp, res), with_resolution(by_hop, res)
     return _finish(comp, by_hop, calls.metrics(tl, offered=offered), calls.transactions(tl),
                    calls.message_counts(tl), report, engine="in memory", timeline=tl)
 
 
 def _finish(comp, by_hop, cm, tx, counts, report, **rest) -> Analysis:
-    """The PDR blanked when the input cannot tell a drop from a missing line; the clock's
-    resolution beside every component; the summary."""
+    """The PDR blanked when the input cannot tell a drop from a missing line; the summary (with
+    the components below the clock's resolution)."""
     unreliable = pdr_unreliable(report)
     blank_pdr(cm, unreliable)
     res = clock_resolution_ns(report)
-    comp, by_hop = with_resolution(comp, res), with_resolution(by_hop, res)
     summ = summary(report, cm, unreliable)
     coarse = sorted({c for v in (comp["below_clock_resolution"] if comp is not None and "below_clock_resolution"
                                  in comp.columns else []) for c in str(v).split(",") if c})

@@ -149,6 +149,7 @@ class _HopAcc:
     amb: np.ndarray = field(default_factory=lambda: np.zeros(3, I64))  # ambiguous egress copies, later picks, none
     res: Any = None  # the Resolver of the groups with several candidate copies (proxy.resolver)
     inverted: int = 0  # ingress copies paired with an egress copy stamped before them
+    unknown: int = 0   # messages whose time in the proxy the clock check could not vouch for
 
 
 def _lut(cb: C.Codebook, fn) -> np.ndarray:
@@ -516,6 +517,19 @@ class Engine:
             if inv.any():  # an egress copy stamped before its ingress: relayed, the sojourn unknown
                 t_dep = np.where(inv, NA, t_dep)
                 acc.inverted += int(inv.sum())
+            first_key = None
+            fl = b["clock"]
+            if fl.any():  # a stamp repaired, or a clock step between the copies (ingest/clock.py)
+                from sipperf.ingest.clock import unknown_sojourn
+                f_in = np.concatenate([fl[ing], fl[eos]])
+                f_out = np.concatenate([np.where(paired, fl[np.maximum(partner[ing], 0)], fl[ing]), fl[eos]])
+                unk = unknown_sojourn(f_in, f_out) & ~inv
+                if unk.any():
+                    first_key = np.where(t_arr != NA, t_arr, t_dep)
+                    arr_unk = unk & ((f_in & 1) == 1) & (np.arange(nr) < len(ing))
+                    t_arr = np.where(arr_unk, NA, t_arr)
+                    t_dep = np.where(unk, NA, t_dep)
+                    acc.unknown += int(unk.sum())
             frame_key = b["frame"][rows]
             if len(b["file"]) and paired.any():
                 fi = b["file"][ing[paired]]
@@ -546,7 +560,8 @@ class Engine:
             if h == 0:
                 g_rows = np.repeat(np.arange(len(gstart) - 1, dtype=I64), np.diff(gstart))[rows]
                 tl_call.append({
-                    "grp": g_rows, "first": np.where(t_arr != NA, t_arr, t_dep), "frame": frame_key,
+                    "grp": g_rows, "first": first_key if first_key is not None else np.where(t_arr != NA, t_arr, t_dep),
+                    "frame": frame_key,
                     "eo": np.concatenate([np.zeros(len(ing), bool), np.ones(len(eos), bool)]),
                     "seq": b["seq"][rows], "is_req": is_req, "meth_up": meth_up[rows], "cm_up": cm_up[rows],
                     "status": b["status"][rows], "t_arr": t_arr, "t_dep": t_dep, "disp": d,
@@ -962,6 +977,10 @@ def outputs(e: Engine, *, offered: int | None = None, figures: bool = True) -> O
                 from sipperf.ingest.pairing.proxy import inverted_note
                 rep.notes.append(pre + inverted_note(acc.inverted))
                 rep.details["egress_before_ingress"] = rep.details.get("egress_before_ingress", 0) + acc.inverted
+            if acc.unknown:
+                rep.notes.append(f"{pre}{acc.unknown} messages had a copy with a repaired stamp, or a clock step "
+                                 "between their copies: counted as what they were, their time in the proxy left out")
+                rep.details["time_unknown"] = rep.details.get("time_unknown", 0) + acc.unknown
             dcount = {name: int(acc.disp[i]) for i, name in enumerate(hop.DISPOSITIONS) if acc.disp[i]}
             rep.notes.append(f"{pre}dispositions: " + ", ".join(f"{k} {x}" for k, x in dcount.items()))
             vals = parts[h]
@@ -1153,6 +1172,10 @@ def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, st
             "pairing": {"transactions_across_files": int(engine.cross_file["groups_across_files"]),
                         "messages_paired_across_files": int(engine.cross_file["paired_across_files"])},
         }
+    from sipperf.analysis.account import clock_resolution_ns, with_resolution
+    res = clock_resolution_ns(out.report)  # the clock's resolution beside every component, as in memory
+    out.components = with_resolution(out.components, res)
+    out.components_by_hop = with_resolution(out.components_by_hop, res)
     return out
 
 

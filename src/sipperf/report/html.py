@@ -210,6 +210,13 @@ def _verdict(rep) -> str:
     return "\n".join(out)
 
 
+def _checks(f) -> list[str]:
+    """What the capture checks found in one input (the resolution only when it is coarse)."""
+    from sipperf.analysis.account import input_checks
+    out = input_checks(f.details or {})
+    return [c for c in out if not (c.startswith("clock resolution") and c.endswith(" ns"))]
+
+
 def _read(rep) -> str:
     out = ["<h2 id='read'>What was read</h2>",
            "<p>Each input, how it was read (every record parsed or skipped with a reason: read = parsed + "
@@ -221,9 +228,16 @@ def _read(rep) -> str:
         out.append("<h3>Inputs that could not be read</h3><div class='warn'><ul>"
                    + "".join(f"<li>{_e(f['run'])}: {_e(f['error'])}</li>" for f in rep.failed) + "</ul></div>")
     if rep.ignored:
-        out.append("<p class='muted'>Files of unknown format found in the directories (not runs): "
-                   + ", ".join(_e(f["path"]) for f in rep.ignored[:20])
+        out.append("<p class='muted'>Inputs that are not runs: "
+                   + ", ".join(f"{_e(f['path'])} ({_e(f.get('reason', 'unknown format'))})" for f in rep.ignored[:20])
                    + (" …" if len(rep.ignored) > 20 else "") + "</p>")
+    checks = [(r.label, c) for r in rep.runs if r.account is not None
+              for f in (r.account.files or [r.account]) for c in _checks(f)]
+    if checks:
+        out.append("<h3>What the checks of the captures found</h3><p>Copies of a packet, impossible stamps, "
+                   "clock steps, the clock's resolution and datagrams holding several messages: each found, "
+                   "named and handled by a stated rule (docs/formats.md, section 8), never averaged in.</p><ul>"
+                   + "".join(f"<li>{_e(lab)}: {_e(c)}</li>" for lab, c in checks) + "</ul>")
     return "\n".join(out)
 
 

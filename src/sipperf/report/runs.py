@@ -101,7 +101,8 @@ def _walk(p: Path) -> list[tuple[Path, str]]:
 
 def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]]:
     """Split the inputs into runs.  Returns (groups, ignored) where ``ignored`` lists files of
-    unknown format found in directories (with their reason; they are not runs)."""
+    unknown format found in directories, and inputs that repeat one given before (the same file,
+    or the same bytes), with their reason; they are not runs."""
     from sipperf.ingest.paths import display_path
 
     paths = [Path(p) for p in paths]
@@ -120,6 +121,9 @@ def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]
             continue
         ignored += [{"path": display_path(q), "reason": "unknown format"} for q, k in found if k == "unknown"]
         items.extend((q, k) for q, k in found if k != "unknown")
+    from sipperf.ingest.paths import unique_inputs
+    items, repeated = unique_inputs(items)  # the same file (or bytes) twice is one run, read once
+    ignored += [{"path": d["path"], "reason": f"{d['why']} as {d['same_as']}: read once"} for d in repeated]
     groups: dict[str, list[str]] = {}
     if rule in ("auto", "file"):
         from sipperf.ingest.paths import capture_sets, set_label

@@ -25,7 +25,7 @@ def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bo
     anywhere (this process, a helper process, a Dask worker)."""
     from sipperf.ingest.capture.fast import iter_compact
 
-    from sipperf.ingest.capture.clock import ClockCheck, file_time_ns
+    from sipperf.ingest.clock import ClockCheck, file_time_ns
 
     rep = IngestReport(source="pcap-bulk", path=str(path))
     clock = ClockCheck(file_time_ns(path))
@@ -41,11 +41,13 @@ def produce(path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS, strict: bo
         if held is not None:
             h, hd = held
             h["ts"] = clock.apply(h["ts"], h["iface"], h["frame"], ahead=(c["ts"], c["iface"]))
+            h["clock"] = clock.flags
             yield ("chunk", h, hd)  # at most chunk_rows rows each
         held = (c, dropped)
     if held is not None:
         h, hd = held
         h["ts"] = clock.apply(h["ts"], h["iface"], h["frame"])  # impossible stamps repaired, steps undone
+        h["clock"] = clock.flags
         yield ("chunk", h, hd)
     clock.account(path, rep)
     yield ("end", rep)

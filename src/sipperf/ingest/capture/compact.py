@@ -33,7 +33,8 @@ import pandas as pd
 from numba import njit
 
 NA_INT = np.iinfo(np.int64).min
-INT_COLUMNS = ("ts", "frame", "cseq", "status", "via_count", "size")
+#: ``clock``: the clock check's flags of the row (:attr:`sipperf.ingest.clock.ClockCheck.flags`; 0 as read)
+INT_COLUMNS = ("ts", "frame", "cseq", "status", "via_count", "size", "clock")
 COLUMNS = (*INT_COLUMNS, "call", "branch", "method", "cm", "src", "dst", "transport")
 
 
@@ -150,6 +151,7 @@ def compact_frame(df: pd.DataFrame) -> tuple[dict, int]:
     c["size"] = _int(df["size"], 0)
     # the capture interface: read by the clock check of the chunk's producer, not merged
     c["iface"] = _int(df["iface"], 0) if "iface" in df.columns else np.zeros(n, np.int64)
+    c["clock"] = _int(df["clock_flags"], 0) if "clock_flags" in df.columns else np.zeros(n, np.int64)
     c["call"] = hash_strings(df["call_id"])
     c["branch"] = hash_strings(df["via_branch"])
     m_codes, m_uniq = _codes(df["method"])

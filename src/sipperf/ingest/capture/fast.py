@@ -313,7 +313,8 @@ class _Builder:
         cseq, status = rows("cseq"), rows("status")
         out: dict = {"n": n, "ts": rows("ts_ns"), "frame": rows("frame"),
                      "cseq": np.where(cseq < 0, C.NA_INT, cseq), "status": np.where(status < 0, -1, status),
-                     "via_count": rows("via_count"), "size": rows("size"), "iface": rows("iface"), "call": call,
+                     "via_count": rows("via_count"), "size": rows("size"), "iface": rows("iface"),
+                     "clock": np.zeros(n, np.int64), "call": call,
                      "branch": C.hash_arrow(strs["via_branch"].chunks, n)}
         m_codes, m_uniq = C.arrow_codes(strs["method"])
         cm_codes, cm_uniq = C.arrow_codes(strs["cseq_method"].fill_null(""))
@@ -756,12 +757,18 @@ def copies_account(path, state: _State, report: IngestReport) -> None:
     ``report.details`` and the notes."""
     xs = state.st
     n = int(xs[ps.X_DUP_N])
+    n_tcp = int(xs[ps.X_DUP_TCP])
+    if n_tcp:
+        report.details.setdefault("duplicates", {})["tcp_segments"] = n_tcp
+        report.notes.append(f"{path}: {n_tcp} TCP segments were copies of the segment before them on their "
+                            "connection (same sequence number, length and IPv4 id, within the duplicate window): "
+                            "skipped as duplicates, not retransmissions")
     if n:
         win_ms = int(xs[ps.X_DUP_WINDOW]) / 1e6
         d = {"messages": n, "packets_skipped": int(state.cnt[ps.R_DUPLICATE]), "window_ms": win_ms,
              "mean_gap_us": round(int(xs[ps.X_DUP_DTSUM]) / n / 1e3, 3),
              "max_gap_us": round(int(xs[ps.X_DUP_DTMAX]) / 1e3, 3), "hep_copies": int(xs[ps.X_DUP_HEP])}
-        report.details.setdefault("duplicates", d)
+        report.details.setdefault("duplicates", {}).update(d)
         hep = (f"; {d['hep_copies']} of them a HEP copy beside the packet it copies" if d["hep_copies"] else "")
         report.notes.append(
             f"{path}: {n} SIP messages were copies of a datagram already read (same bytes and addresses "

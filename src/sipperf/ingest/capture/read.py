@@ -108,10 +108,10 @@ def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: s
 
 def check_clock(packets: pd.DataFrame, paths: list, rep: IngestReport) -> pd.DataFrame:
     """The packet table with impossible stamps repaired and clock steps undone
-    (:mod:`sipperf.ingest.capture.clock`), what was done in ``rep``; the table itself when
+    (:mod:`sipperf.ingest.clock`), what was done in ``rep``; the table itself when
     nothing was.  ``paths``: the files it was read from (the latest modification time bounds
     the stamps)."""
-    from sipperf.ingest.capture.clock import ClockCheck, file_time_ns
+    from sipperf.ingest.clock import ClockCheck, file_time_ns
 
     if not len(packets):
         return packets
@@ -125,6 +125,7 @@ def check_clock(packets: pd.DataFrame, paths: list, rep: IngestReport) -> pd.Dat
         return packets
     packets = packets.copy()
     packets["ts_ns"] = ts
+    packets["clock_flags"] = clock.flags  # which stamps were repaired, which steps lie between rows
     return packets
 
 
@@ -137,6 +138,9 @@ def set_report(reports: list[IngestReport], label: str) -> IngestReport:
         rep.parsed += r.parsed
         rep.skipped.update(r.skipped)
         rep.notes.extend(r.notes)
+    res = [r.details["clock"]["resolution_ns"] for r in reports if (r.details.get("clock") or {}).get("resolution_ns")]
+    if res:  # the coarsest clock of the files (their per-interface detail stays in each file's notes)
+        rep.details["clock"] = {"resolution_ns": max(res)}
     return rep
 
 
@@ -216,7 +220,11 @@ def timeline_of(packets: pd.DataFrame, rep: IngestReport, path, proxy=None, *, s
     tl["vantage"] = v.kind
     tl = make_timeline(tl)
     if "clock" in tl.columns and tl["clock"].notna().any():
-        rep.details["egress_before_ingress"] = int(tl["clock"].notna().sum())
+        from sipperf.ingest.pairing.proxy import INVERTED, STAMP_UNKNOWN
+        for what, key in ((INVERTED, "egress_before_ingress"), (STAMP_UNKNOWN, "time_unknown")):
+            n = int((tl["clock"] == what).sum())
+            if n:
+                rep.details[key] = n
     rep.messages = len(tl)
     rep.details["vantage"] = v.to_dict()
     if v.kind == "endpoint":

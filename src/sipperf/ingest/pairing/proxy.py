@@ -192,6 +192,8 @@ def resolver(a: np.ndarray, d: np.ndarray) -> Resolver:
 INVERTED_MAX_NS = 1_000_000_000
 #: the ``clock`` column of a message whose egress copy was stamped before its ingress copy
 INVERTED = "egress stamped before ingress"
+#: the ``clock`` column of a message whose stamps the clock check could not vouch for
+STAMP_UNKNOWN = "stamp repaired or clock step between the copies"
 
 
 def inverted_note(n: int) -> str:
@@ -462,11 +464,36 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
         # an egress copy stamped before its ingress copy: relayed, its sojourn unknown (the
         # classification sees it as relayed at once; the egress instant is then left out)
         t_out = np.where(inv, t_in, t_out)
-    disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0), concurrent=concurrent(t_in, t_out))
+    clock = np.where(inv, INVERTED, None).astype(object)
+    unk = np.zeros(len(tl), bool)
+    if "clock_flags" in p.columns:
+        # a copy's stamp repaired, or a clock step undone between the two copies: the time in the
+        # proxy is unknown (ingest/clock.py); the message is counted as what it was
+        from sipperf.ingest.clock import unknown_sojourn
+        fl = p["clock_flags"].to_numpy(np.int64)
+        f_in = np.concatenate([fl[ins], fl[eo]])
+        f_out = np.concatenate([np.where(paired, fl[safe_out], fl[ins]), fl[eo]])
+        unk = unknown_sojourn(f_in, f_out) & ~inv
+    longest = None
+    if unk.any():  # the drop rule's longest sojourn: from the pairs whose time is known
+        ok = ~np.isnan(t_in) & ~np.isnan(t_out) & ~unk & ~inv
+        longest = float(np.max(t_out[ok] - t_in[ok])) if ok.any() else np.nan
+    disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0), longest=longest,
+                        concurrent=concurrent(t_in, t_out))
+    # the order of the rows: by their first instant as captured (before any is left out below)
+    first = tl["t_arr"].fillna(tl["t_dep"]).to_numpy(dtype=np.int64)
+    if unk.any():
+        clock[unk] = STAMP_UNKNOWN
+        # an arrival whose stamp was repaired: no instant at all (the row still counts)
+        tl.loc[unk & ((f_in & 1) == 1) & (np.arange(len(tl)) < n_in), "t_arr"] = pd.NA
+        tl.loc[unk, "t_dep"] = pd.NA
+        rep.notes.append(f"{int(unk.sum())} messages had a copy with a repaired stamp, or a clock step between "
+                         "their copies: counted as what they were, their time in the proxy left out")
     if inv.any():
         tl.loc[inv, "t_dep"] = pd.NA
-        tl["clock"] = pd.array(np.where(inv, INVERTED, None), dtype="string")
         rep.notes.append(inverted_note(int(inv.sum())))
+    if (clock != None).any():  # noqa: E711
+        tl["clock"] = pd.array(clock, dtype="string")
 
     dropped = disp == hop.DROPPED
     tl["dropped"] = pd.array(dropped, dtype="boolean")
@@ -474,7 +501,6 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     tl["disposition"] = pd.array(disp, dtype="string")
     if run_id is not None:
         tl["run_id"] = run_id
-    first = tl["t_arr"].fillna(tl["t_dep"]).to_numpy(dtype=np.int64)
     tl = tl.iloc[np.lexsort((tl["frame_in"].fillna(tl["frame_out"]).to_numpy(np.int64), first))]
     tl = make_timeline(tl.reset_index(drop=True))
     rep.messages = len(tl)

@@ -69,7 +69,7 @@ REASONS: dict[int, str] = {
     R_SCTP: "SCTP: SIP over SCTP is not read",
     R_ESP: "ESP (IPsec): encrypted, cannot be read",
     R_SIGCOMP: "compressed SigComp (RFC 3320): not read",
-    R_DUPLICATE: "duplicate copy of a datagram already read (same bytes and addresses within the "
+    R_DUPLICATE: "duplicate copy of a packet already read (same bytes and addresses within the "
                  "duplicate window: a SPAN/mirror port, two taps, or a HEP copy beside the packet)",
 }
 #: the classes refused by name (their packets and bytes are in the account, xs[XB + code])
@@ -106,7 +106,10 @@ MAX_IF = 4096
 # ids and ports
 F_NEXT, F_OFF, F_CAP, F_HEAD, F_LEN, F_PEND, F_SEEN = range(7)
 (F_MODE, F_SLOT, F_WS_ASM, F_WS_POS, F_WS_OP, F_SID, F_DID, F_SPORT, F_DPORT) = range(7, 16)
-NF = 16
+# the flow's last data segment (sequence number, length, time, IPv4 id): a copy of it seen again
+# within the duplicate window is a duplicate, not a retransmission
+F_LSEQ, F_LLEN, F_LTS, F_LIPID = range(16, 20)
+NF = 20
 # framing modes of a TCP flow (decided from the first bytes of its stream)
 (M_UNKNOWN, M_SIP, M_HTTP, M_WS, M_HEP, M_TLS, M_WSS, M_SIGCOMP) = range(8)
 # transports in the packet table (I_TRANSPORT)
@@ -145,7 +148,7 @@ NAG = 5
 # recent datagrams, DUP_SLOTS rows of (content hash, time, IPv4 id), open addressing
 XD0 = XA + 1 + NAGENT * NAG + 8
 (X_DUP_WINDOW, X_IPID, X_IFACE, X_DEDUP, X_DUP_N, X_DUP_DTMAX, X_DUP_DTSUM, X_DUP_HEP,
- X_UDP_MULTI, X_UDP_EXTRA, X_UDP_EXTRA_BAD, X_GENEVE, X_IFBASE) = range(XD0, XD0 + 13)
+ X_UDP_MULTI, X_UDP_EXTRA, X_UDP_EXTRA_BAD, X_GENEVE, X_IFBASE, X_DUP_TCP) = range(XD0, XD0 + 14)
 DEDUP_CHECK, DEDUP_REMEMBER = 1, 2
 DUP_SLOTS = 1 << 16
 DUP_PROBES = 8

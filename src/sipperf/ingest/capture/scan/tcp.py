@@ -37,12 +37,13 @@ import numpy as np
 from numba import njit
 
 from .hep import _hep, is_hep3
-from .layout import (C_PARSED, F_CAP, F_DID, F_DPORT, F_HEAD, F_LEN, F_MODE, F_NEXT, F_OFF,
+from .layout import (C_PARSED, F_CAP, F_DID, F_DPORT, F_HEAD, F_LEN, F_LIPID, F_LLEN, F_LSEQ, F_LTS,
+                     F_MODE, F_NEXT, F_OFF, X_DUP_TCP, X_DUP_WINDOW, X_IPID,
                      F_PEND, F_SEEN, F_SID, F_SLOT, F_SPORT, F_WS_ASM, F_WS_OP, F_WS_POS,
                      M_HEP, M_HTTP, M_SIGCOMP, M_SIP, M_TLS, M_UNKNOWN, M_WS, M_WSS, MAX_BODY,
                      MAX_HDR, NPORTS, OOO_HOLD_NS, OOO_PIECES, OOO_WINDOW, OS_FLOW, OS_N,
                      OS_T0, OS_USED, P_FRAME, P_TS, R_HEP_BAD, R_HTTP, R_INCOMPLETE, R_SIGCOMP,
-                     R_TCP_EMPTY, R_TCP_GAP, R_TCP_KEEPALIVE, R_TCP_NOT_SIP, R_TCP_RETRANS,
+                     R_DUPLICATE, R_TCP_EMPTY, R_TCP_GAP, R_TCP_KEEPALIVE, R_TCP_NOT_SIP, R_TCP_RETRANS,
                      R_TCP_TOO_BIG, R_TCP_WINDOW, R_TLS, R_WS_CONTROL, R_WS_HANDSHAKE,
                      R_WS_NOT_SIP, R_WSS, ST_ARENA, ST_DISCARD_BYTES, ST_MAXPEND,
                      ST_MIDSTREAM, ST_OOO_ACTIVE, ST_OOO_T0MIN, X_GAP_END, X_GAP_HOLD,
@@ -583,6 +584,22 @@ def _tcp(fs, f, arena, a, ps, pe, seq, flags, w, src_id, dst_id, sport, dport, f
     if n <= 0:
         cnt[R_TCP_EMPTY] += w
         return
+    # the same segment seen again at once with the same (non-zero) IPv4 id (a mirror port, two
+    # taps): a duplicate copy, not a retransmission (a retransmission is sent anew, with another
+    # id; without an id -- IPv6, or 0 -- the copy stays a "TCP retransmission")
+    ipid = st[X_IPID]
+    dt = ts - fs[f, F_LTS]
+    if dt < 0:
+        dt = -dt
+    if (seq == fs[f, F_LSEQ] and n == fs[f, F_LLEN] and fs[f, F_LLEN] > 0 and dt <= st[X_DUP_WINDOW]
+            and ipid > 0 and ipid == fs[f, F_LIPID]):
+        cnt[R_DUPLICATE] += w
+        st[X_DUP_TCP] += w
+        return
+    fs[f, F_LSEQ] = seq
+    fs[f, F_LLEN] = n
+    fs[f, F_LTS] = ts
+    fs[f, F_LIPID] = ipid
     if mode == M_TLS or mode == M_WSS or mode == M_SIGCOMP:
         code = R_TLS if mode == M_TLS else (R_WSS if mode == M_WSS else R_SIGCOMP)
         cnt[code] += w

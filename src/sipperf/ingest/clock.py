@@ -7,16 +7,16 @@ two stamps:
   written, or far out of place among the packets around it (a corrupt record, a buggy
   appliance): a pair with such a copy would measure decades.  *Rule*: the stamp is replaced by
   the stamp of the packet before it on the same interface (the one after it for the first
-  packets), so the message keeps its place and pairs with its other copy; its sojourn is then
-  off by at most the gap between the two packets.  Each is counted by reason.
+  packets), so the message keeps its place and pairs with its other copy (no drop is invented);
+  its time in the proxy is then left out (:func:`unknown_sojourn`).  Each is counted by reason.
 * **the clock stepping back** (an NTP step, a VM migration): the stamps after the step repeat a
   stretch of time the interface already showed, so a message whose ingress copy was stamped
   before the step and whose egress copy after it would leave before it arrived.  *Rule*: a step
   back of :data:`CLOCK_STEP_MIN_NS` or more (ntpd steps the clock from 128 ms, chrony's
   ``makestep`` from 0.1-1 s) whose later stamps fall inside the time already covered and go on
   steadily from the new level (the next :data:`LOOKAHEAD` rows) is undone: the stamps after it
-  are shifted by the step, as if no time had passed across it (the messages in the proxy at
-  that moment are short by the unknown gap).  Counted, with the largest step and the packet it
+  are shifted by the step, as if no time had passed across it; the messages in the proxy at
+  that moment have their time left out (the gap across the step is unknown).  Counted, with the largest step and the packet it
   came at.  Shorter steps back (a capture's queues, TCP messages completed out of order) are
   counted and left as stamped; an egress copy that ends up stamped before its ingress copy is
   then paired by :func:`sipperf.ingest.pairing.proxy._pair_inverted`.
@@ -82,12 +82,22 @@ class _Iface:
     raw_tail: list = field(default_factory=list)  # the last STRAY_RUN stamps as read (after repair)
 
 
+def unknown_sojourn(flags_in: np.ndarray, flags_out: np.ndarray) -> np.ndarray:
+    """Pairs (ingress, egress copy flags, :attr:`ClockCheck.flags`) whose time in the proxy is not
+    known: a copy's stamp was repaired, or a clock step undone lies between the two copies."""
+    flags_in, flags_out = np.asarray(flags_in, np.int64), np.asarray(flags_out, np.int64)
+    return ((flags_in | flags_out) & 1).astype(bool) | ((flags_in >> 1) != (flags_out >> 1))
+
+
 class ClockCheck:
     """Finds and repairs implausible stamps of one capture file (see the module doc).
 
     ``not_after_ns``: the file's modification time (ns); stamps later than it by more than
     :data:`AFTER_FILE_NS` are strays.  :meth:`apply` takes the rows of the packet table in file
-    order and returns the corrected stamps; :meth:`findings` and :meth:`notes` say what was done."""
+    order and returns the corrected stamps, and sets ``flags`` for those rows: bit 0 set where the
+    stamp was repaired, the rest the number of clock steps undone before the row on its interface
+    (two copies with different numbers have a step between them, :func:`unknown_sojourn`);
+    :meth:`findings` and :meth:`notes` say what was done."""
 
     def __init__(self, not_after_ns: int | None = None):
         self.not_after = None if not_after_ns is None else int(not_after_ns) + AFTER_FILE_NS
@@ -102,6 +112,7 @@ class ClockCheck:
         enough): a stamp is judged with the ones after it."""
         ts = np.asarray(ts, np.int64)
         out = ts.copy()
+        self.flags = np.zeros(len(ts), np.int64)
         if not len(ts):
             return out
         iface = np.asarray(iface, np.int64)
@@ -112,7 +123,7 @@ class ClockCheck:
             nxt = (np.asarray(ahead[0], np.int64)[np.asarray(ahead[1]) == k][:LOOKAHEAD] if ahead is not None
                    else np.zeros(0, np.int64))
             st = self.ifs.setdefault(int(k), _Iface())
-            out[sel] = self._one(ts[sel], frame[sel], nxt, st)
+            out[sel], self.flags[sel] = self._one(ts[sel], frame[sel], nxt, st)
         return out
 
     def _one(self, t: np.ndarray, fr: np.ndarray, nxt: np.ndarray, st: _Iface) -> np.ndarray:
@@ -126,7 +137,10 @@ class ClockCheck:
             t = _fill(t, bad, raw_prev)
         st.raw_last = int(t[-1])
         st.raw_tail = (st.raw_tail + t[-STRAY_RUN:].tolist())[-STRAY_RUN:]
-        return self._steps(t, fr, nxt, st)
+        e0 = len(st.steps)
+        t, stepped, excursion = self._steps(t, fr, nxt, st)
+        epoch = e0 + np.cumsum(stepped)
+        return t, (epoch << 1) | (bad | excursion).astype(np.int64)
 
     def _strays(self, t: np.ndarray, st: _Iface) -> np.ndarray:
         """Why each of ``t`` (this piece's stamps, then the ones after it) is a stray: 0 it is not,
@@ -165,12 +179,32 @@ class ClockCheck:
         prev = np.concatenate([[st.last], t[:-1]]) if st.last is not None else np.concatenate([[t[0]], t[:-1]])
         back = prev - t
         big = np.flatnonzero(back > JITTER_FLOOR_NS)
+        stepped = np.zeros(len(t), np.int64)
+        excursion = np.zeros(len(t), bool)
         if len(big):
             shift = np.zeros(len(t), np.int64)
             after = np.concatenate([t, nxt + st.offset])
             lo = st.lo if st.lo is not None else int(t[0])
             for i in big.tolist():
                 d = int(back[i])
+                if d >= CLOCK_STEP_MIN_NS and st.in_order:
+                    # the way back from a short excursion (up to STRAY_RUN packets stamped ahead of
+                    # the line the others keep, which runs steadily before and after): not a step,
+                    # those packets are strays
+                    j, lo_j = i, max(0, i - STRAY_RUN)
+                    while j > lo_j and t[j - 1] > t[i] + JITTER_FLOOR_NS:
+                        j -= 1
+                    base = int(t[j - 1]) if j > 0 else st.last
+                    before = t[max(0, j - LOOKAHEAD):j]
+                    run = after[i:i + LOOKAHEAD + 1]
+                    line = (len(before) < 2 or bool((np.diff(before) >= -JITTER_FLOOR_NS).all())) and \
+                        len(run) > 1 and bool((np.diff(run) >= -JITTER_FLOOR_NS).all())
+                    if j < i and base is not None and base <= t[i] + JITTER_FLOOR_NS and (j > 0 or i <= STRAY_RUN) \
+                            and line:
+                        t[j:i] = base
+                        excursion[j:i] = True
+                        st.strays["out_of_place"] += i - j
+                        continue
                 st.back_steps += 1
                 if st.in_order and st.back_steps > MAX_CLOCK_STEPS:
                     st.in_order = False
@@ -181,6 +215,7 @@ class ClockCheck:
                 steady = len(run) > 1 and bool((np.diff(run) >= -JITTER_FLOOR_NS).all())
                 if d >= CLOCK_STEP_MIN_NS and int(t[i]) >= seen_lo and steady:
                     shift[i] += d          # the time already covered, again, and on from there: a step
+                    stepped[i] = 1
                     st.steps.append((int(fr[i]), d))
                 elif d >= MERGE_STEP_NS and int(t[i]) < seen_lo:
                     st.reorders.append((int(fr[i]), d))   # back before everything: the file's order
@@ -192,7 +227,7 @@ class ClockCheck:
         st.last = int(t[-1])
         tmin = int(t.min())
         st.lo = tmin if st.lo is None else min(st.lo, tmin)
-        return t
+        return t, stepped, excursion
 
     # ------------------------------------------------------------------ what was found
     def findings(self) -> dict:
@@ -230,14 +265,14 @@ class ClockCheck:
                 what = ", ".join(f"{n} {r}" for r, n in d["stray_stamps"].items())
                 out.append(f"{where}: {sum(d['stray_stamps'].values())} SIP messages had an impossible "
                            f"timestamp ({what}): each takes the stamp of the packet before it on the "
-                           "interface, so it pairs as captured; its sojourn is off by at most that gap")
+                           "interface, so it pairs as captured; its time in the proxy is left out")
             if "clock_steps_back" in d:
                 s = d["clock_steps_back"]
                 out.append(f"{where}: the clock stepped back {s['count']} time(s), by up to "
                            f"{s['largest_ms']:.3f} ms (first at packet {s['first_at_packet']}; the stamps go on "
                            "steadily from the new level, inside time the interface had already shown): the stamps after each "
                            "step are shifted forward by it, so no message leaves before it arrived; the "
-                           "messages inside the proxy at the step are short by the unknown gap")
+                           "time of the messages inside the proxy at the step is left out")
             if "file_order_steps_back" in d:
                 s = d["file_order_steps_back"]
                 out.append(f"{where}: {s['count']} step(s) back to before every earlier packet (up to "
