@@ -203,6 +203,26 @@ def test_a_clock_step_back_is_undone(tmp_path):
     assert details(s)["time_unknown"] == 1
 
 
+@pytest.mark.parametrize("late_ms", [150, 600])
+def test_rows_written_late_are_not_a_clock_step(late_ms, tmp_path):
+    """Three records stamped on time but written after the records of the next 150 or 600 ms (a
+    capture queue, or one CPU's backlog stalled on a loaded host: the stamps are right, the file
+    order is not).  The rows after them are back on the line at once, so this is no clock step:
+    nothing is shifted, and the answer is the twin's."""
+    r = recs("udp4")
+    k = len(r) // 3
+    late = r[k:k + 3]
+    t_late = late[-1][0] + late_ms * 1_000_000
+    rest = r[:k] + r[k + 3:]
+    at = next(i for i, x in enumerate(rest) if x[0] > t_late)
+    cap = write(tmp_path, "late", rest[:at] + late + rest[at:])
+    for stream in (False, True):
+        a = analyze([cap], stream=stream)
+        c = details(a).get("clock", {}).get("checks", {}).get("0", {})
+        assert "clock_steps_back" not in c and "stray_stamps" not in c, c
+        same_answer(a, analyze([FIX / "udp4.pcapng"], stream=stream))
+
+
 @pytest.mark.parametrize("order", ["halves-swapped", "shuffled"])
 def test_records_out_of_time_order_are_read_in_time_order(order, tmp_path):
     r = recs("udp4")

@@ -14,7 +14,7 @@ two stamps:
   before the step and whose egress copy after it would leave before it arrived.  *Rule*: a step
   back of :data:`CLOCK_STEP_MIN_NS` or more (ntpd steps the clock from 128 ms, chrony's
   ``makestep`` from 0.1-1 s) whose later stamps fall inside the time already covered and go on
-  steadily from the new level (the next :data:`LOOKAHEAD` rows) is undone: the stamps after it
+  steadily from the new level, still inside that time (the next :data:`LOOKAHEAD` rows), is undone: the stamps after it
   are shifted by the step, as if no time had passed across it; the messages in the proxy at
   that moment have their time left out (the gap across the step is unknown).  Counted, with the largest step and the packet it
   came at.  Shorter steps back (a capture's queues, TCP messages completed out of order) are
@@ -212,7 +212,12 @@ class ClockCheck:
                     continue
                 seen_lo = min(lo, int(t[:i].min())) if i else lo
                 run = after[i:i + LOOKAHEAD + 1]
-                steady = len(run) > 1 and bool((np.diff(run) >= -JITTER_FLOOR_NS).all())
+                # a step: the stamps go on steadily from the new level AND stay inside the time
+                # already shown (below the stamp before the step).  Rows stamped on time but written
+                # late (a capture queue or a CPU's backlog stalled, the rows after them back on the
+                # line at once) are not a step: left as stamped
+                steady = len(run) > 1 and bool((np.diff(run) >= -JITTER_FLOOR_NS).all()) \
+                    and bool((run < int(prev[i]) - JITTER_FLOOR_NS).all())
                 if d >= CLOCK_STEP_MIN_NS and int(t[i]) >= seen_lo and steady:
                     shift[i] += d          # the time already covered, again, and on from there: a step
                     stepped[i] = 1
