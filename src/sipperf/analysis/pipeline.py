@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import importlib.util
+
 import os
 from pathlib import Path
 
@@ -119,7 +121,10 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
         label, run_id = set_label(files)
     mode = "auto"
     if kind == "pcap-set":
-        mode = "dask" if distributed or (workers is None and size >= (256 << 20)) else "inline"
+        # a large ring buffer goes to Dask unasked only where Dask is installed (the [distributed]
+        # extra); asked for with --workers/--scheduler, its absence is said (sipperf.cli)
+        big = workers is None and size >= (256 << 20) and importlib.util.find_spec("distributed") is not None
+        mode = "dask" if distributed or big else "inline"
     try:
         out = S.stream_capture(files, run_id=run_id, label=label, proxy=proxy, strict=strict, offered=offered,
                                mode=mode, workers=workers or None, scheduler=scheduler, progress=progress,

@@ -38,6 +38,8 @@ about n^2 / 2^65 for n Call-IDs.
 """
 from __future__ import annotations
 
+import importlib.util
+
 import os
 import time
 from dataclasses import dataclass, field
@@ -1112,7 +1114,8 @@ def stream_capture(files: list[Path], *, run_id: str, label: str, proxy=None, st
     files = [Path(f) for f in files]
     if mode == "auto":
         size = sum(f.stat().st_size for f in files)
-        mode = "dask" if len(files) > 1 and (workers or scheduler or size >= (256 << 20)) else (
+        have_dask = importlib.util.find_spec("distributed") is not None   # the [distributed] extra
+        mode = "dask" if len(files) > 1 and (workers or scheduler or (size >= (256 << 20) and have_dask)) else (
             "helper" if len(files) == 1 and size >= (256 << 20) else "inline")
     t_start = time.perf_counter()
     engine = Engine(run_id=run_id, proxy=proxy, path_label=label, stateful=stateful, horizon_s=horizon_s,

@@ -38,6 +38,8 @@ def _run(a: argparse.Namespace) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError:
+        raise  # an optional package: sipperf.cli says which extra installs it
     except Exception as e:  # noqa: BLE001
         print(_safe(f"sipperf fit: internal error ({type(e).__name__}: {e}); please report it"), file=sys.stderr)
         return 1

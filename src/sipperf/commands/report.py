@@ -41,6 +41,8 @@ def _run(a: argparse.Namespace) -> int:
     except ValueError as e:
         print(_safe(f"sipperf report: error: {e}"), file=sys.stderr)
         return 2
+    except ModuleNotFoundError:
+        raise  # an optional package: sipperf.cli says which extra installs it
     except Exception as e:  # noqa: BLE001 - a bug must not show as a traceback to the user
         print(_safe(f"sipperf report: internal error ({type(e).__name__}: {e}); please report it with the "
                     "command line"), file=sys.stderr)

@@ -75,6 +75,7 @@ def runs_table(rep: Report) -> pd.DataFrame:
                       "retransmissions": m.retransmissions, "warnings": len(m.warnings),
                       "cpu_share": m.cpu_share if m.cpu_share is not None else float("nan"),
                       "queue_growing": m.queue_growing})
+            d.update({f"kernel_{k}": v for k, v in m.kernel.items()})
         p = per.get(r.label)
         if p:
             for k in ("rho", "rho_run", "ex_us", "scv", "alpha_run", "alpha_fit", "w_meas_us", "w_pred_us", "w_err_pct",

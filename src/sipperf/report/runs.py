@@ -306,6 +306,8 @@ class RunMeasure:
     #: different proxies should not be fitted together
     proxy_id: str = ""
     series: dict[str, Any] = field(default_factory=dict)
+    #: the kernel's counters over the run (``--cpu`` file columns of ``sipperf collect``)
+    kernel: dict[str, float] = field(default_factory=dict)
     components: pd.DataFrame | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -1023,8 +1025,39 @@ def read_cpu_file(path) -> list[dict[str, Any]]:
         th = num(row, "threads", line, positive=True)
         if not run and rate is None:
             raise IngestError(name, f"line {line}", "needs a run label or a rate_cps")
+        # the kernel's counters over the run, where the file has them (sipperf collect)
+        kernel = {k: num(row, k, line) for k in KERNEL_COLUMNS if k in cols}
         out.append({"run": run or None, "rate_cps": rate, "cpu_share": share,
-                    "threads": int(th) if th is not None else None, "line": line, "file": name})
+                    "threads": int(th) if th is not None else None, "line": line, "file": name,
+                    "kernel": {k: v for k, v in kernel.items() if v is not None}})
+    return out
+
+
+#: the kernel counters a --cpu file may carry (sipperf collect's columns)
+KERNEL_COLUMNS = ("socket_drops", "udp_in_datagrams", "udp_rcvbuf_errors", "udp6_rcvbuf_errors", "udp_in_errors",
+                  "tcp_retrans_segs", "tcp_estab_resets", "tcp_listen_overflows", "tcp_listen_drops",
+                  "tcp_backlog_drops", "tcp_rcvq_drops", "tcp_zero_window_drops", "tcp_to_zero_window_adv",
+                  "tcp_timeouts")
+
+
+def kernel_warnings(m: "RunMeasure") -> list[str]:
+    """What the kernel's counters say that the capture cannot: datagrams the proxy's socket (or the
+    host) dropped beyond the drops the capture's rule found, and TCP's push-back, which no capture
+    rule counts as a drop."""
+    k, out = m.kernel, []
+    sock = k.get("socket_drops")
+    host = (k.get("udp_rcvbuf_errors") or 0) + (k.get("udp6_rcvbuf_errors") or 0)
+    lost = sock if sock is not None else host
+    if lost and lost > (m.dropped or 0):
+        out.append(f"the kernel dropped {lost:,.0f} datagrams at {'the proxy socket' if sock is not None else 'the host'}"
+                   f" during this run, the capture's drop rule found {m.dropped:,d} in its steady window: the "
+                   "others fell outside the window or were retransmissions the proxy would not have relayed")
+    push = {c: k[c] for c in ("tcp_listen_overflows", "tcp_listen_drops", "tcp_backlog_drops", "tcp_rcvq_drops",
+                              "tcp_zero_window_drops", "tcp_to_zero_window_adv") if k.get(c)}
+    if push:
+        out.append("TCP pushed back during this run (" + ", ".join(f"{c} {v:,.0f}" for c, v in push.items())
+                   + "): over TCP an overloaded proxy makes its senders wait and time out, it drops nothing the "
+                   "capture could count")
     return out
 
 
@@ -1044,6 +1077,9 @@ def apply_cpu_rows(rows: list[dict[str, Any]], measures: list["RunMeasure"]) -> 
                                   f"({', '.join(list(by)[:6])}{' …' if len(by) > 6 else ''})")
             m.cpu_share = m.fit_input.cpu_share = float(r["cpu_share"])
             m.cpu_source = m.fit_input.cpu_source = f"--cpu {r['file']} line {r['line']}"
+            if r.get("kernel"):
+                m.kernel = dict(r["kernel"])
+                m.warnings.extend(kernel_warnings(m))
             if r["rate_cps"] is not None and not math.isfinite(m.lam_cps):
                 m.lam_cps = m.fit_input.lam_cps = float(r["rate_cps"])
             continue

@@ -87,3 +87,13 @@ def install() -> None:
 
 
 install()
+
+
+def compile_pending(dispatcher) -> bool:
+    """Whether ``dispatcher`` (a ``cache=True`` kernel) has no fresh entry in its on-disk cache, so
+    that its first call compiles it (after an install or an upgrade).  False when that cannot be
+    told."""
+    try:
+        return not dispatcher._cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba's internals moved: say nothing rather than guess
+        return False
