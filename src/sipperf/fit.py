@@ -768,7 +768,8 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
     calls = MIN_PROBE_MSGS / 6
     if nxt:
         out["next"] = (f"{verb} " + ", ".join(f"{x:,.0f}" for x in nxt) + " calls/s, each at least three times with "
-                       f"{MIN_PROBE_MSGS:,} messages (about {round(calls, -2):,.0f} calls) or more, and read the knee again")
+                       f"{MIN_PROBE_MSGS:,} messages (about {round(calls, -2):,.0f} calls) or more, and read the knee again "
+                       "(the same set-up and records: steps 3-9 of the load-test plan, docs/load_test_plan.md)")
     out.update({"knee": float(knee), "censored": cen, "lo": float(lo), "hi": float(hi), "bracket": [a, b],
                 "located": bool(located), "why": why, "next_rates": nxt})
     return out
