@@ -96,3 +96,44 @@ def test_bad_options_exit_2_naming_what(tmp_path):
                         "--interval", "0.1", "--out", str(tmp_path / "other.csv")], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2 and "other.csv" in p.stderr and "not the collector's" in p.stderr
+
+
+def test_a_stop_between_samples_is_counted_up_to_the_stop(sink, tmp_path):
+    """SIGTERM half-way through an interval: the row covers the run up to the stop, drops sent in
+    that last part included (the first version kept only the full intervals before the stop and
+    lost the tail of every run: 0.4-0.7 s and most of the drops of the lab's short runs)."""
+    import os
+    import signal
+
+    port = sink.getsockname()[1]
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(port), "0.0"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    out = tmp_path / "cpu.csv"
+    try:
+        smp = tmp_path / "samples.csv"
+        coll = subprocess.Popen([SIPPERF, "collect", "--pid", str(child.pid), "--port", str(port), "--seconds", "60",
+                                 "--interval", "1", "--run", "r", "--out", str(out), "--samples", str(smp)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while not smp.exists() and time.monotonic() < deadline:   # the first interval's row: 1 s after the start
+            time.sleep(0.01)
+        t_first = time.monotonic()
+        time.sleep(0.3)
+        d0 = udp_socket_info("127.0.0.1", port)["drops"]
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        child.stdout.readline()                            # the flood is sent, inside the unfinished interval
+        d1 = udp_socket_info("127.0.0.1", port)["drops"]
+        time.sleep(max(0.0, t_first + 0.6 - time.monotonic()))  # stop inside the second interval
+        t_stop = time.monotonic()
+        os.kill(coll.pid, signal.SIGTERM)
+        assert coll.wait(timeout=10) == 0, coll.stderr.read()
+        assert time.monotonic() - t_stop < 0.5             # stops at once
+    finally:
+        child.kill()
+        child.wait()
+    row = pd.read_csv(out).iloc[0]
+    assert d1 - d0 > 1000
+    assert row["socket_drops"] >= d1 - d0                 # the flood after the last full interval is counted
+    assert row["window_s"] > 1.0 + (t_stop - t_first) - 0.2    # up to the stop, not to the last whole second
+    assert len(pd.read_csv(smp)) == 2                          # the whole interval, then the part up to the stop

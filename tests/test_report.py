@@ -192,20 +192,24 @@ def test_fit_command_prints_json(capsys):
 @pytest.mark.parametrize("case", ["defaults", "proxy"])
 def test_notebook_runs_from_the_repo_root(tmp_path, case):
     """notebooks/analyze_your_logs.md with papermill from the repository root: with its defaults
-    (three lab runs), and on a capture with PROXY set."""
+    (the engineer's three plain captures and the collected CPU file), and on a capture with PROXY
+    set and no CPU file."""
     pytest.importorskip("papermill")
     nb = tmp_path / "nb.ipynb"
     subprocess.run([sys.executable, "-m", "jupytext", "--to", "ipynb", "-o", str(nb),
                     str(ROOT / "notebooks" / "analyze_your_logs.md")], check=True, capture_output=True)
     args = ["-p", "OUT_DIR", str(tmp_path / "res"), "-p", "BOOTSTRAP", "20"]
     if case == "proxy":
-        args += ["-p", "LOG_PATH", "tests/fixtures/udp4.pcapng", "-p", "PROXY", "127.0.0.1:15060"]
+        args += ["-p", "LOG_PATH", "tests/fixtures/udp4.pcapng", "-p", "PROXY", "127.0.0.1:15060",
+                 "-y", "CPU_FILE: null\nTHREADS: null"]
     r = subprocess.run([sys.executable, "-m", "papermill", str(nb), str(tmp_path / "out.ipynb"), *args,
                         "-k", "python3"], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     runs = pd.read_csv(tmp_path / "res" / "runs.csv")
     if case == "defaults":
-        assert runs["run"].tolist() == ["rate-0025", "rate-0300", "rate-2000"]
+        assert runs["run"].tolist() == ["r0300", "r0900", "r1500"]            # the engineer's plain captures
+        assert runs["utilisation_from"].eq("CPU accounting").all()             # with the collected file
+        assert runs["kernel_socket_drops"].iloc[-1] > 0 and not runs["tracepoints"].any()
     else:
         rep = json.loads((tmp_path / "res" / "report.json").read_text())
         v = rep["runs"][0]["account"]["vantage"]

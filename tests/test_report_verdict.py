@@ -198,6 +198,16 @@ def test_utilisation_and_capacity_from_a_cpu_file(two_workers, tmp_path):
         p = subprocess.run([sys.executable, "-m", "sipperf.cli", "report", ins[0], "--out",
                             str(tmp_path / "o"), "--cpu", str(bad), "--bootstrap", "0"], capture_output=True, text=True)
         assert p.returncode == 2 and where in p.stderr and "Traceback" not in p.stderr, p.stderr
+    # a file collected over more runs than are reported: the others are left out, and said so
+    pd.DataFrame({"run": ["wake-light", "r-not-given", "bisect-2"], "cpu_share": [0.24, 0.9, 1.1]}).to_csv(
+        tmp_path / "more.csv", index=False)
+    o = tmp_path / "more"
+    assert main(["report", ins[0], "--out", str(o), "--cpu", str(tmp_path / "more.csv"), "--bootstrap", "0",
+                 "--slowest", "0"]) == 0
+    rep = json.loads((o / "report.json").read_text())
+    left = [w for w in rep["verdict"]["warnings"] if "name runs not given here" in w]
+    assert len(left) == 1 and "2 row(s)" in left[0] and "r-not-given, bisect-2" in left[0]
+    assert pd.read_csv(o / "runs.csv").set_index("run").loc["wake-light", "utilisation_from"] == "CPU accounting"
 
 
 def test_meta_json_cpu_record_is_read(tmp_path):

@@ -244,7 +244,11 @@ class SecondLab:
         finally:
             signal.signal(signal.SIGTERM, self._old_term)
 
-    def run(self, label: str, rate_cps: float) -> Lab2Run:
+    def run(self, label: str, rate_cps: float, collect_out: Path | None = None) -> Lab2Run:
+        """Offer ``rate_cps`` for the configured seconds. With ``collect_out``, ``sipperf collect``
+        runs beside the load as an engineer would run it (its own process, stopped by its pid
+        after the load) and appends the run's row there; SIPp's own counters go to
+        ``<label>_uac_stats.csv`` either way."""
         c = self.cfg
         calls = max(int(round(rate_cps * c.seconds)), 1)
         cap = self.out / f"{label}.pcapng"
@@ -256,12 +260,27 @@ class SecondLab:
         while not cap.exists() and time.monotonic() < deadline:   # dumpcap writes its header first
             time.sleep(0.05)
         time.sleep(0.5)
+        coll = None
+        if collect_out is not None:
+            import sys
+            coll = subprocess.Popen(
+                [str(Path(sys.executable).with_name("sipperf")), "collect", "--pid", str(self.proxy.pid),
+                 "--port", str(c.proxy_port), "--seconds", f"{c.timeout_s + 20:g}", "--run", label,
+                 "--rate-cps", f"{rate_cps:g}", "--threads", str(c.workers), "--out", str(collect_out),
+                 "--samples", str(Path(collect_out).with_name(f"{label}_samples.csv"))],
+                stdout=subprocess.DEVNULL, stderr=open(self.out / f"{label}_collect.log", "w"),
+                start_new_session=True)
+            log, deadline = self.out / f"{label}_collect.log", time.monotonic() + 20
+            while "start the load" not in log.read_text() and time.monotonic() < deadline:   # its first sample
+                if coll.poll() is not None:
+                    raise RuntimeError(f"sipperf collect exited: {log.read_text()[-2000:]}")
+                time.sleep(0.02)
         d0, cpu0, t0 = socket_drops(c.proxy_port), cpu_seconds(self.proxy.pid), time.monotonic()
         uac = subprocess.Popen(
             ["sipp", "-sf", str(self.out / "uac.xml"), "-i", ADDR, "-p", str(c.uac_port),
              f"{ADDR}:{c.proxy_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
              "-buff_size", "8388608", "-timeout", f"{c.timeout_s:g}s",
-             "-cid_str", "lab2-%u-%p@%s"],
+             "-cid_str", "lab2-%u-%p@%s", "-trace_stat", "-stf", f"{label}_uac_stats.csv", "-fd", "1"],
             stdout=subprocess.DEVNULL, stderr=open(self.out / f"{label}_uac.log", "w"),
             start_new_session=True, cwd=self.out)
         try:
@@ -273,6 +292,8 @@ class SecondLab:
             t1, cpu1, d1 = time.monotonic(), cpu_seconds(self.proxy.pid), socket_drops(c.proxy_port)
         finally:
             _stop(uac)
+            if coll is not None:
+                _stop(coll)                                 # SIGTERM: collect writes its row and exits
             _stop(dump, signal.SIGINT)
         arrivals, rate, completed, busy = count_capture(cap, c.proxy_port, c.uac_port)
         drops = d1 - d0

@@ -3,7 +3,8 @@ into the file ``sipperf report --cpu`` reads.
 
     sipperf collect --pid $(pidof -s kamailio) --port 5060 --seconds 60 --run r1500 --out cpu.csv
 
-One row per run is appended to ``--out`` (start it with the load, one run per call, ``--run`` the
+One row per run is appended to ``--out`` (start it before the load: it prints "sampling ...; start
+the load" on stderr once its first sample is taken; one run per call, ``--run`` the
 run's label as ``sipperf report`` names it: the capture's file stem): the proxy's CPU seconds
 (``/proc/<pid>/stat``, the processes it forked included) over the window, and the change of the
 kernel's counters -- the drops of the proxy's UDP socket (``/proc/net/udp``), the host's UDP
@@ -32,7 +33,9 @@ def _run(a: argparse.Namespace) -> int:
     try:
         row = collect(pids=a.pid or (), comm=a.comm, port=a.port, seconds=a.seconds, interval_s=a.interval,
                       out=a.out, run=a.run, rate_cps=a.rate_cps, threads=a.threads, samples=a.samples,
-                      stop=lambda: bool(stopped))
+                      stop=lambda: bool(stopped), on_start=lambda s0: print(
+                          f"sipperf collect: sampling {s0.processes} process(es) every {a.interval:g} s; start the load",
+                          file=sys.stderr, flush=True))
     except (ValueError, OSError) as e:
         print(f"sipperf collect: error: {e}", file=sys.stderr)
         return 2

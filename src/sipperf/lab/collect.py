@@ -196,10 +196,11 @@ def append_row(path: Path, row: dict) -> None:
 
 def collect(*, pids=(), comm: str | None = None, port: int | None = None, seconds: float, interval_s: float = 1.0,
             out: Path, run: str | None = None, rate_cps: float | None = None, threads: int | None = None,
-            samples: Path | None = None, stop=lambda: False) -> dict:
+            samples: Path | None = None, stop=lambda: False, on_start=None) -> dict:
     """Sample for ``seconds`` (or until ``stop()`` is true), every ``interval_s``; append the run's
     row to ``out`` (the ``--cpu`` file of ``sipperf report``) and, with ``samples``, one row per
-    interval to that file.  Returns the run's row."""
+    interval to that file.  ``on_start(sample)`` is called once the first sample is taken (start
+    the load after it).  Returns the run's row."""
     if not pids and comm is None:
         raise ValueError("name the proxy: --pid PID (its main process; the ones it forked are found) or --comm NAME")
     if seconds <= 0 or interval_s <= 0:
@@ -209,16 +210,22 @@ def collect(*, pids=(), comm: str | None = None, port: int | None = None, second
     if not s0.processes:
         raise ValueError(f"no such process: {'comm ' + repr(comm) if comm else ', '.join(map(str, pids))}")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    if on_start is not None:
+        on_start(s0)                     # the first sample is taken: the load may start
     end = s0.t_s + seconds
     prev = s0
-    while not stop():
-        time.sleep(max(0.0, min(interval_s, end - time.monotonic())))
+    while True:
+        # sleep in short slices: a stop (SIGTERM, Ctrl-C) is sampled at once, so the row covers the
+        # whole run up to the stop, not only up to the last full interval before it
+        wake = min(time.monotonic() + interval_s, end)
+        while not stop() and time.monotonic() < wake:
+            time.sleep(min(0.05, max(0.0, wake - time.monotonic())))
         s = col.sample()
         if samples is not None:
             append_row(samples, {"run": run or "", "t_s": round(s.t_s - s0.t_s, 3), **delta(prev, s),
                                  "rx_queue_bytes": s.rx_queue_bytes})
         prev = s
-        if s.t_s >= end:
+        if stop() or s.t_s >= end:
             break
     row = {"run": run or "", "rate_cps": rate_cps if rate_cps is not None else "", "threads": threads or "",
            **delta(s0, prev), "port": port or "", "started_utc": started, "clock_tick_s": 1 / CLK_TCK,

@@ -178,7 +178,8 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
     measures = [r.measure for r in runs if r.measure is not None]
     from sipperf.report.runs import apply_cpu_rows, read_cpu_file, summary_probes
 
-    cpu_points = apply_cpu_rows(read_cpu_file(cpu), measures) if cpu is not None else []
+    cpu_left_out: list[str] = []
+    cpu_points = apply_cpu_rows(read_cpu_file(cpu), measures, cpu_left_out) if cpu is not None else []
     probes = []
     for p in summaries:
         try:
@@ -204,6 +205,10 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
     except Exception as e:  # noqa: BLE001
         v = {"headline": [], "cannot": [f"the verdict could not be formed: {type(e).__name__}: {e}"],
              "warnings": [], "numbers": {}, "models": {}}
+    if cpu_left_out:
+        v.setdefault("warnings", []).append(
+            f"--cpu {display_path(cpu)}: {len(cpu_left_out)} row(s) name runs not given here, left out: "
+            + ", ".join(cpu_left_out[:8]) + (" …" if len(cpu_left_out) > 8 else ""))
     rep = Report(runs, failed, ignored, fit, fit_error, v, mpc,
                  title=title or ("sipperf report: " + ", ".join(Path(p).name or p for p in paths[:3])
                                  + (" …" if len(paths) > 3 else "")))

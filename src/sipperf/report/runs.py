@@ -1061,20 +1061,31 @@ def kernel_warnings(m: "RunMeasure") -> list[str]:
     return out
 
 
-def apply_cpu_rows(rows: list[dict[str, Any]], measures: list["RunMeasure"]) -> list[dict[str, Any]]:
+def apply_cpu_rows(rows: list[dict[str, Any]], measures: list["RunMeasure"],
+                   left_out: list[str] | None = None) -> list[dict[str, Any]]:
     """Attach the ``--cpu`` rows naming a run to that run (they win over its ``meta.json``), and
-    return the others as extra points of the utilisation law (``rate_cps``, ``cpu_share``,
-    ``threads``).  A row naming a run that is not there is an error naming the line."""
+    return the rows without a run name as extra points of the utilisation law (``rate_cps``,
+    ``cpu_share``, ``threads``).  A row naming a run that was not given (``sipperf collect`` ran
+    for more runs than are reported) is left out and its run's name appended to ``left_out``; when
+    rows name runs and none of them is among the runs given, the labels do not match: an error
+    naming the first such line."""
     from sipperf.timeline import IngestError
 
     by = {m.label: m for m in measures}
+    named = [r for r in rows if r["run"] is not None]
+    if named and measures and not any(r["run"] in by for r in named):
+        r = named[0]
+        raise IngestError(r["file"], f"line {r['line']}", f"run {r['run']!r} is not among the runs "
+                          f"({', '.join(list(by)[:6])}{' …' if len(by) > 6 else ''}), nor is any run the file "
+                          "names: label each row as the report names the run (the capture's file stem)")
     extra = []
     for r in rows:
         if r["run"] is not None:
             m = by.get(r["run"])
             if m is None:
-                raise IngestError(r["file"], f"line {r['line']}", f"run {r['run']!r} is not among the runs "
-                                  f"({', '.join(list(by)[:6])}{' …' if len(by) > 6 else ''})")
+                if left_out is not None:
+                    left_out.append(r["run"])
+                continue
             m.cpu_share = m.fit_input.cpu_share = float(r["cpu_share"])
             m.cpu_source = m.fit_input.cpu_source = f"--cpu {r['file']} line {r['line']}"
             if r.get("kernel"):
