@@ -40,6 +40,29 @@ def test_tracer_renders_for_every_mode(mode):
         assert "hist(" in text and "//HIST" not in text
 
 
+_KFREE_618 = ('field:void * skbaddr; field:void * rx_sk; field:enum skb_drop_reason reason;\n'
+              'print fmt: "...", __print_symbolic(REC->reason, { 2, "NOT_SPECIFIED" }, '
+              '{ 6, "SOCKET_RCVBUFF" }, { 20, "PROTO_MEM" }, { 29, "SOCKET_BACKLOG" })')
+_KFREE_61 = ('field:void * skbaddr; field:enum skb_drop_reason reason;\n'
+             'print fmt: "...", __print_symbolic(REC->reason, { 2, "NOT_SPECIFIED" }, '
+             '{ 4, "SOCKET_RCVBUFF" }, { 17, "PROTO_MEM" })')
+
+
+@pytest.mark.parametrize("mode", tracer.MODES)
+def test_drop_record_follows_the_kernel(mode):
+    """Where kfree_skb names the receiving socket, drops are read there with this kernel's own
+    reason numbers (6.18 drops datagrams of a batched enqueue without udp_fail_queue_rcv_skb);
+    else from udp_fail_queue_rcv_skb."""
+    assert tracer.drop_reason_codes(_KFREE_618) == {"SOCKET_RCVBUFF": 6, "PROTO_MEM": 20}
+    new = tracer._drop_probe(mode, 5999, _KFREE_618)
+    assert "skb:kfree_skb" in new and "args->reason == 6 || args->reason == 20" in new
+    assert "skc_num == 5999" in new and "udp_fail" not in new
+    old = tracer._drop_probe(mode, 5999, _KFREE_61)    # no rx_sk: the socket is not named
+    assert "udp:udp_fail_queue_rcv_skb" in old and "args->dport == 5999" in old and "kfree" not in old
+    if mode != "hist":
+        assert "$skb->tstamp" in new and "@cur[cpu]" in old
+
+
 def test_poisson_offsets_are_exponential_gaps():
     off = sipp.poisson_offsets_ms(200.0, 5000, seed=7)
     gaps = np.diff(off)

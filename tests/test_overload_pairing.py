@@ -362,7 +362,12 @@ def test_a_fresh_lab_run_past_its_knee(tmp_path):
         pytest.skip(f"3,000 calls/s is not past this machine's knee (only {drops} socket drops)")
     tl, _ = read_capture(out / "capture.pcapng")
     r = _against_kernel(out / "capture.pcapng", out / "trace.log", str(LAB_PORTS["proxy_port"]), tl)
-    missed = 1 - len(_kernel_drops(out / "trace.log")) / drops
+    n_d = len(_kernel_drops(out / "trace.log"))
+    assert meta["tracer"]["drop_records"] == n_d
+    # the probe must see this kernel's drop path (6.18 drops a batched enqueue's datagrams without
+    # udp_fail_queue_rcv_skb): most of the socket's drops have a record
+    assert n_d >= 0.9 * drops, (n_d, drops, meta["stopped"].get("tracer"))
+    missed = 1 - n_d / drops
     tol = 0.01 + 2 * missed
     same = sum(r["ours"].get(k) == v for k, v in r["ref"].items())
     assert same >= (1 - tol) * len(r["ref"]), (same, len(r["ref"]), missed)

@@ -11,8 +11,9 @@
 * :mod:`.capture` -- dumpcap on ``lo``;
 * :mod:`.tracer` -- ``sipperf.bt``: bpftrace on tracepoints only (net:netif_receive_skb,
   sock:sk_data_ready, syscalls recvfrom/sendto, sock:sock_recv_length, net:net_dev_xmit,
-  udp:udp_fail_queue_rcv_skb, sock:sock_rcvqueue_full, sched:sched_wakeup/sched_switch), in
-  ``map`` (records kept in BPF, written at the end), ``print`` or ``hist`` mode;
+  skb:kfree_skb or udp:udp_fail_queue_rcv_skb, sock:sock_rcvqueue_full,
+  sched:sched_wakeup/sched_switch), in ``map`` (records kept in BPF, written at the end),
+  ``print`` or ``hist`` mode;
 * :mod:`.meta` -- versions, CPU, scheduler knobs (EEVDF debugfs and /proc/sys/kernel/sched_*),
   clocks, load, UDP counters;
 * :mod:`.run` -- :func:`~sipperf.lab.run.run_lab`: one bounded run, every process stopped by pid;

@@ -442,6 +442,10 @@ def run_lab(cfg: LabConfig, out_dir: Path, *, log=print) -> Path:
         m["capture_stats"] = {}
     if tracer_mode != "none":
         m["tracer"]["lost_events"] = tracer.lost_events(out)
+        if tracer_mode in ("map", "print"):
+            # the socket's own counter against the tracer's drop records: a kernel whose drop
+            # path the probe does not see shows here, not as a silently lower drop rate
+            m["tracer"]["drop_records"] = tracer.drop_records(out)
     m["generator"] = protocol.generator_verdict(m)
     m["skipped"] = skipped
     m["stop_utc"] = _now()
