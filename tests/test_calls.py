@@ -235,3 +235,49 @@ def test_multi_hop_metrics_use_the_first_hop():
     both = pd.concat([hop1, hop2], ignore_index=True)
     m = calls.metrics(both).set_index("metric")
     assert m.loc["SRD_successful", "count"] == 1 and m.loc["SRD_successful", "value"] == pytest.approx(10_000)
+
+
+def _tshark_rows(path):
+    import shutil
+    import subprocess
+
+    if not shutil.which("tshark"):
+        pytest.skip("tshark not installed")
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "sip", "-T", "fields", "-E", "separator=|",
+                          "-e", "frame.time_epoch", "-e", "udp.srcport", "-e", "udp.dstport", "-e", "sip.Call-ID",
+                          "-e", "sip.Method", "-e", "sip.Status-Code", "-e", "sip.CSeq.method"],
+                         capture_output=True, text=True, check=True).stdout
+    return [line.split("|") for line in out.splitlines() if line]
+
+
+def test_setup_outcomes_against_tshark():
+    """retrans.pcapng: the callee dies 1 s in, the proxy answers the later INVITEs 408 (setup
+    failures) and the BYEs of two established calls 408 (not setup failures).  Failed attempts
+    and the setup delay (INVITE to the first status-indicative response, at the caller's side)
+    against tshark's own dissection."""
+    from pathlib import Path
+
+    from sipperf.ingest import load
+
+    cap = Path(__file__).parent / "fixtures" / "retrans.pcapng"
+    rows = _tshark_rows(cap)
+    uac = 15076                                   # the caller's port (fixtures/README.md)
+    first_inv, first_ind, failed = {}, {}, set()
+    for t, sp, dp, cid, meth, st, cm in rows:
+        t = float(t)
+        if meth == "INVITE" and sp == str(uac):
+            first_inv.setdefault(cid, t)
+        elif st and cm == "INVITE" and dp == str(uac) and st != "100":
+            first_ind.setdefault(cid, t)
+            if st in ("408", "500", "503", "504"):
+                failed.add(cid)
+    srd_ms = np.array([1e3 * (first_ind[c] - first_inv[c]) for c in first_inv if c in first_ind])
+    tl, _ = load(cap)
+    o = calls.setup_outcomes(tl)
+    assert o["attempts"] == len(first_inv) == 16 and o["undecided"] == 0
+    assert o["failed"] == len(failed) == 7 and o["late"] == 0
+    assert o["srd_p50_ms"] == pytest.approx(np.percentile(srd_ms, 50), rel=1e-3)
+    # a deadline shorter than most setups makes those calls late; nothing answered is undecided
+    tight = calls.setup_outcomes(tl, deadline_s=np.percentile(srd_ms, 50) / 1e3)
+    assert tight["failed"] == len(failed) + int((srd_ms > np.percentile(srd_ms, 50)).sum()) - \
+        int(sum(1 for c in failed if 1e3 * (first_ind[c] - first_inv[c]) > np.percentile(srd_ms, 50)))

@@ -246,6 +246,52 @@ def call_table_from(inv: pd.DataFrame, bye_tx: pd.DataFrame, run_end: pd.Series,
     return a
 
 
+#: a call's setup deadline (s): a caller that has no answer by then has, for its user, failed
+SETUP_DEADLINE_S: float = 2.0
+
+
+def setup_outcomes(timeline: pd.DataFrame, deadline_s: float = SETUP_DEADLINE_S,
+                   timer_s: float = TIMER_S) -> dict:
+    """How the session attempts of a run ended, against a setup deadline: the overload signal of
+    a transport that drops nothing (TCP, TLS, WebSocket), and of UDP beside its drops.
+
+    An attempt *failed* when it ended in 408, 500, 503 or 504 (RFC 6076 §4.8, ``ISA_CODES``) or
+    timed out (Timer B), and was *late* when its first status-indicative response came more than
+    ``deadline_s`` after the INVITE, or not at all although the run went on that long.  An attempt
+    with no answer yet and less than ``deadline_s`` of run after it is *undecided* and counts in
+    neither.  The setup delay is RFC 6076's SRD (§4.3: INVITE to the first status-indicative
+    response).  Returns ``attempts`` (decided), ``failed`` (failed or late, each attempt once),
+    ``late``, ``undecided``, ``srd_p50_ms``, ``srd_p99_ms`` (of the answered attempts) and
+    ``deadline_s``.  The capture's view: a backlog that waits in a sender's socket buffer is not
+    on the wire yet, so on TCP the SRD seen by the caller can be longer than this one."""
+    out = {"attempts": 0, "failed": 0, "late": 0, "undecided": 0, "srd_p50_ms": float("nan"),
+           "srd_p99_ms": float("nan"), "deadline_s": float(deadline_s)}
+    if timeline.empty:
+        return out
+    d, run_end = _messages(timeline)
+    c = call_table_from(_transactions(d, "INVITE"), _transactions(d, "BYE"), run_end, timer_s)
+    if c.empty:
+        return out
+    run = c["key"].astype(str).str.split("\x00", n=1).str[0]
+    end = run_end.reindex(run).to_numpy(dtype="float64")
+    t0 = c["t_start"].to_numpy(dtype="float64")
+    t_ind = c["t_ind"].to_numpy(dtype="float64")
+    srd = t_ind - t0
+    dl = deadline_s * 1e9
+    s_fin = c["s_fin"].to_numpy(dtype="float64")
+    failed = np.isin(s_fin, ISA_CODES) | c["timeout"].to_numpy(bool)
+    answered = np.isfinite(srd)
+    late = (answered & (srd > dl)) | (~answered & (end - t0 >= dl))
+    undecided = ~answered & ~failed & ~late
+    bad = failed | late
+    out.update({"attempts": int((~undecided).sum()), "failed": int(bad.sum()), "late": int((late & ~failed).sum()),
+                "undecided": int(undecided.sum())})
+    if answered.any():
+        out["srd_p50_ms"] = float(np.percentile(srd[answered], 50) / 1e6)
+        out["srd_p99_ms"] = float(np.percentile(srd[answered], 99) / 1e6)
+    return out
+
+
 def registration_table(timeline: pd.DataFrame, timer_s: float = TIMER_S) -> pd.DataFrame:
     """One row per registration attempt (REGISTER, challenge retries folded in); columns as in
     :func:`call_table` without the BYE."""

@@ -112,6 +112,9 @@ class RunInput:
     #: CPU-seconds per second used by all the proxy's processes over the load (None: not recorded)
     cpu_share: float | None = None
     cpu_source: str = ""
+    #: the CPUs the workers may run on (None: unknown): with fewer CPUs than workers, the
+    #: utilisation is per CPU they share, not per worker
+    cpus: int | None = None
     #: the run's own sign of overload: its sojourn grew through the run (None: not known)
     queue_growing: bool | None = None
 
@@ -713,14 +716,14 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
         below = g_rate[g_rate < growing_cps]
         lo = min(lo, float(below.max()) if below.size else 0.0)
         knee = min(knee, hi)
-        why.append(f"the runs at {growing_cps:,.0f} calls/s dropped less than {100 * target:g} % but the queue "
+        why.append(f"the runs at {growing_cps:,.0f} calls/s lost less than {100 * target:g} % but the queue "
                    "grew through every one of them: under a longer load they would drop more, so the knee is at "
                    "most that")
     if (growing_maybe_cps is not None and math.isfinite(growing_maybe_cps)
             and growing_maybe_cps < hi and not (growing_cps is not None and growing_cps <= growing_maybe_cps)):
         below = g_rate[g_rate < growing_maybe_cps * (1 - RATE_REL_TOL)]
         lo = min(lo, float(below.max()) if below.size else 0.0)
-        why.append(f"a run at {growing_maybe_cps:,.0f} calls/s dropped less than {100 * target:g} % but its queue "
+        why.append(f"a run at {growing_maybe_cps:,.0f} calls/s lost less than {100 * target:g} % but its queue "
                    "grew through the run, and no replication confirms it (a stall late in a short run looks the "
                    "same): the knee may lie at or below that rate, so the interval reaches down to the rate "
                    "below it")
@@ -729,11 +732,11 @@ def knee_from_probes(probes: Iterable[KneeProbe], target: float = TARGET_PDR, *,
         again = []
     top = float(g_rate[-1])
     if cen == "above" or not math.isfinite(hi):
-        why.append(f"no rate run is clearly past {100 * target:g} % drops (the highest, {top:,.0f} calls/s, "
-                   f"dropped {100 * g_p[-1]:.2g} %): the knee is above {lo:,.0f} calls/s")
+        why.append(f"no rate run is clearly past {100 * target:g} % lost (the highest, {top:,.0f} calls/s, "
+                   f"lost {100 * g_p[-1]:.2g} %): the knee is above {lo:,.0f} calls/s")
         nxt = [_round_rate(top * f) for f in (1.15, 1.3, 1.5)]
     elif cen == "below" or lo <= 0:
-        why.append(f"even the lowest rate run, {g_rate[0]:,.0f} calls/s, dropped {100 * g_p[0]:.2g} %: the knee "
+        why.append(f"even the lowest rate run, {g_rate[0]:,.0f} calls/s, lost {100 * g_p[0]:.2g} %: the knee "
                    f"is below {hi:,.0f} calls/s")
         nxt = [_round_rate(g_rate[0] * f) for f in (0.5, 0.7, 0.85)]
     else:
@@ -1210,7 +1213,10 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
             x_run = m.mean(a_run) if math.isfinite(a_run) else ex
             d["traced_share"] = r.lam_pps * x_run * 1e-6 if r.lam_pps > 0 else float("nan")
             if r.cpu_share is not None and math.isfinite(r.cpu_share) and r.cpu_share > 0:
-                d["rho_cpu"] = r.cpu_share / r.c
+                servers = min(r.c, r.cpus) if r.cpus else r.c
+                d["rho_cpu"] = r.cpu_share / servers
+                d["rho_per"] = "worker" if servers == r.c else "CPU"
+                d["cpus"] = r.cpus
                 d["outside_traced"] = 1.0 - d["traced_share"] / r.cpu_share
             if r.c == 1:
                 q_pred = mg1_q_us(r.lam_pps, m, a_fit)
@@ -1287,6 +1293,9 @@ def _cpu_fits(runs: list[RunInput], cpu_points: Sequence[dict], cores: int | Non
     growing queue (light load), plus the user's extra points (``cpu_points``: ``rate_cps``,
     ``cpu_share``, optional ``threads`` and ``run``)."""
     m = cores or next((r.cores for r in runs if r.cores), None)
+    allowed = next((r.cpus for r in runs if r.cpus), None)     # the CPUs the processes may run on
+    if m is None and allowed:
+        m = allowed
     cs = {r.c for r in runs}
     default_c = next(iter(cs)) if len(cs) == 1 else 1
     out = []
@@ -1305,7 +1314,9 @@ def _cpu_fits(runs: list[RunInput], cpu_points: Sequence[dict], cores: int | Non
         law.update({"threads": c, "runs": [p[2] for p in pts], "left_out": left_out,
                     "points": [{"run": p[2], "rate_cps": p[0], "cpu_share": p[1]} for p in pts],
                     "cpus_how": (f"{ncpu:g} CPU{'s' if ncpu != 1 else ''} ({c} worker{'s' if c > 1 else ''}"
-                                 + (f" on {m} core{'s' if m > 1 else ''})" if m else ", cores unknown: give --cores)"))})
+                                 + (f" on {m} core{'s' if m > 1 else ''})" if m and not (allowed and m == allowed and not cores)
+                                    else f" on the {m} CPU{'s' if m > 1 else ''} they may run on)" if m
+                                    else ", cores unknown: give --cores)"))})
         out.append(law)
     return out
 

@@ -46,6 +46,12 @@ class Lab2Config:
     busy_chance: float = 0.1    #: share of INVITEs the callee answers 486
     seconds: float = 6.0        #: load per run
     timeout_s: float = 40.0     #: a run that has not ended by then is stopped
+    #: "udp", or "tcp": Kamailio's ``tcp_children`` workers (``workers`` of them) on a TCP listener,
+    #: SIPp over one TCP connection each way (``-t t1``, as a trunk), no retransmissions (TCP is
+    #: reliable: SIPp and the proxy's tm do not retransmit over it)
+    transport: str = "udp"
+    #: over TCP: the caller's wait for each response of the INVITE (s) before it fails the call
+    setup_deadline_s: float = 2.0
 
 
 @dataclass
@@ -158,6 +164,16 @@ def socket_drops(port: int) -> int:
     raise RuntimeError(f"no UDP socket bound to {ADDR}:{port}")
 
 
+def tcp_listening(port: int) -> None:
+    """Raise unless a TCP socket listens on 127.0.0.1:port (/proc/net/tcp, state 0A)."""
+    want = f"0100007F:{port:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[1] == want and f[3] == "0A":
+            return
+    raise RuntimeError(f"no TCP socket listening on {ADDR}:{port}")
+
+
 def count_capture(path: Path, port: int, uac_port: int) -> tuple[int, float, int, int]:
     """(datagrams to ``port``, distinct INVITEs per second reaching it, 200 OKs to BYE and 486s
     the proxy sent to the caller) from a capture, read with dpkt (not sipperf)."""
@@ -211,21 +227,39 @@ class SecondLab:
         # stops what was started; the previous handler is put back there
         self._old_term = signal.signal(signal.SIGTERM, _raise_exit)
         kcfg = _render("kamailio.cfg", self.out, {"PROXY_PORT": c.proxy_port, "UAS_PORT": c.uas_port})
-        kcfg.write_text(kcfg.read_text().replace("children=2", f"children={c.workers}"))
+        text = kcfg.read_text().replace("children=2", f"children={c.workers}")
+        if c.transport == "tcp":
+            text = (text.replace("disable_tcp=yes", f"disable_tcp=no\ntcp_children={c.workers}\n"
+                                 "tcp_connection_lifetime=3605\ntcp_max_connections=4096")
+                    .replace(f"listen=udp:{ADDR}:{c.proxy_port}", f"listen=tcp:{ADDR}:{c.proxy_port}")
+                    .replace(f'$du = "sip:{ADDR}:{c.uas_port}";', f'$du = "sip:{ADDR}:{c.uas_port};transport=tcp";'))
+            assert f"listen=tcp:{ADDR}:{c.proxy_port}" in text and "transport=tcp" in text
+        kcfg.write_text(text)
         uas = _render("uas.xml", self.out, {"BUSY_CHANCE": c.busy_chance})
-        _render("uac.xml", self.out, {})
+        uac = _render("uac.xml", self.out, {})
+        if c.transport == "tcp":              # in-dialog requests must come back over TCP
+            for sc in (uas, uac):
+                sc.write_text(sc.read_text().replace("[local_port]>", "[local_port];transport=tcp>"))
+            # no retransmission timer runs over TCP: the caller gives up on a call that has no answer
+            # within the setup deadline (each wait for a response of the INVITE), and counts it failed
+            ms = int(round(1000 * c.setup_deadline_s))
+            text = uac.read_text()
+            for code in ("100", "180", "486", "200"):
+                text = text.replace(f'<recv response="{code}"', f'<recv response="{code}" timeout="{ms}"', 1)
+            uac.write_text(text)
         self.proxy = subprocess.Popen(
             ["kamailio", "-f", str(kcfg), "-DD", "-E", "-m", "1024", "-M", "32",
              "-P", str(self.out / "kamailio.pid")],
             stdout=open(self.out / "proxy.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.uas = subprocess.Popen(
-            ["sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.uas_port), "-nostdin", "-buff_size", "8388608"],
+            ["sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.uas_port), "-nostdin", "-buff_size", "8388608",
+             *self._sipp_transport()],
             stdout=subprocess.DEVNULL, stderr=open(self.out / "uas.log", "w"), start_new_session=True,
             cwd=self.out)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                socket_drops(c.proxy_port)
+                socket_drops(c.proxy_port) if c.transport == "udp" else tcp_listening(c.proxy_port)
                 break
             except RuntimeError:
                 if self.proxy.poll() is not None:
@@ -235,6 +269,12 @@ class SecondLab:
             raise RuntimeError("kamailio did not bind its port within 10 s")
         time.sleep(1.0)
         return self
+
+    def _sipp_transport(self) -> list[str]:
+        return ["-t", "t1", "-max_reconnect", "0"] if self.cfg.transport == "tcp" else []
+
+    def _drops(self) -> int:
+        return socket_drops(self.cfg.proxy_port) if self.cfg.transport == "udp" else 0
 
     def __exit__(self, *exc) -> None:
         try:
@@ -253,7 +293,11 @@ class SecondLab:
         calls = max(int(round(rate_cps * c.seconds)), 1)
         cap = self.out / f"{label}.pcapng"
         load1 = float(Path("/proc/loadavg").read_text().split()[0])
-        dump = subprocess.Popen(["dumpcap", "-q", "-i", "lo", "-f", f"udp port {c.proxy_port}", "-B", "128",
+        # over TCP the proxy reaches the callee from an ephemeral port of its own: a filter on the
+        # proxy's port alone would keep only the caller's leg
+        filt = (f"udp port {c.proxy_port}" if c.transport == "udp"
+                else f"tcp port {c.proxy_port} or tcp port {c.uas_port}")
+        dump = subprocess.Popen(["dumpcap", "-q", "-i", "lo", "-f", filt, "-B", "128",
                                  "-w", str(cap)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
         deadline = time.monotonic() + 10
@@ -275,12 +319,13 @@ class SecondLab:
                 if coll.poll() is not None:
                     raise RuntimeError(f"sipperf collect exited: {log.read_text()[-2000:]}")
                 time.sleep(0.02)
-        d0, cpu0, t0 = socket_drops(c.proxy_port), cpu_seconds(self.proxy.pid), time.monotonic()
+        d0, cpu0, t0 = self._drops(), cpu_seconds(self.proxy.pid), time.monotonic()
         uac = subprocess.Popen(
             ["sipp", "-sf", str(self.out / "uac.xml"), "-i", ADDR, "-p", str(c.uac_port),
              f"{ADDR}:{c.proxy_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
              "-buff_size", "8388608", "-timeout", f"{c.timeout_s:g}s",
-             "-cid_str", "lab2-%u-%p@%s", "-trace_stat", "-stf", f"{label}_uac_stats.csv", "-fd", "1"],
+             "-cid_str", "lab2-%u-%p@%s", "-trace_stat", "-stf", f"{label}_uac_stats.csv", "-fd", "1",
+             *self._sipp_transport()],
             stdout=subprocess.DEVNULL, stderr=open(self.out / f"{label}_uac.log", "w"),
             start_new_session=True, cwd=self.out)
         try:
@@ -289,7 +334,7 @@ class SecondLab:
             except subprocess.TimeoutExpired:
                 pass
             time.sleep(0.3)                                 # the last responses and ACKs
-            t1, cpu1, d1 = time.monotonic(), cpu_seconds(self.proxy.pid), socket_drops(c.proxy_port)
+            t1, cpu1, d1 = time.monotonic(), cpu_seconds(self.proxy.pid), self._drops()
         finally:
             _stop(uac)
             if coll is not None:

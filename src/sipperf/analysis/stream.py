@@ -1078,6 +1078,9 @@ def measure_table(e: Engine) -> pd.DataFrame:
         "disposition": pd.Categorical.from_codes(d.astype(np.int8), categories=list(K.DISPOSITION_NAMES)),
         "vantage": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[v.kind]),
     })
+    seen = sorted({str(s).lower() for s in e.cb.transports if s})
+    if len(seen) == 1:              # one transport in the capture: the measure knows what a loss is
+        out["transport"] = seen[0]
     if v.kind == "endpoint":
         out["retrans"] = pd.array(k["retrans"], dtype="boolean")
     else:

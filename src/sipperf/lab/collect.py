@@ -164,6 +164,19 @@ class Collector:
         return s
 
 
+def allowed_cpus(pids) -> int | None:
+    """How many CPUs the processes ``pids`` may run on between them (the union of their affinity
+    masks, ``sched_getaffinity``): workers that share one CPU share its time, whatever their count.
+    None when no process is left to ask."""
+    cpus: set[int] = set()
+    for p in pids:
+        try:
+            cpus |= os.sched_getaffinity(p)
+        except OSError:
+            continue
+    return len(cpus) or None
+
+
 def delta(a: Sample, b: Sample) -> dict[str, float | None]:
     """What happened between two samples: CPU seconds, window, the CPU share, every counter's change."""
     w = b.t_s - a.t_s
@@ -228,7 +241,8 @@ def collect(*, pids=(), comm: str | None = None, port: int | None = None, second
         if stop() or s.t_s >= end:
             break
     row = {"run": run or "", "rate_cps": rate_cps if rate_cps is not None else "", "threads": threads or "",
-           **delta(s0, prev), "port": port or "", "started_utc": started, "clock_tick_s": 1 / CLK_TCK,
+           **delta(s0, prev), "cpus": allowed_cpus(col.first_cpu) or "",
+           "port": port or "", "started_utc": started, "clock_tick_s": 1 / CLK_TCK,
            "host": os.uname().nodename}
     append_row(out, row)
     return row

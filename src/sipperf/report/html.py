@@ -160,14 +160,16 @@ def _verdict(rep) -> str:
         src = {"cpu": "measured from CPU accounting", "sojourn upper bound": "upper bound (from the sojourn)",
                "traced": "from the traced service time"}.get(n.get("rho_source", ""), "")
         cards.append(_card(f"{'≤ ' if n.get('rho_upper_bound') else ''}{100 * n['top_rho']:.0f} %",
-                           f"utilisation per worker at {n['top_rate_cps']:,.0f} calls/s, {src}"))
+                           f"utilisation per {n.get('top_rho_per', 'worker')} at {n['top_rate_cps']:,.0f} calls/s, {src}"))
     km, (lo, hi) = n.get("knee_measured_cps", float("nan")), (n.get("knee_measured_ci95") or [float("nan")] * 2)
+    kname = {"drops": "1 %-drop knee", "failed calls": "1 %-failed-calls knee"}.get(n.get("loss_kind", "drops"),
+                                                                                  "1 %-loss knee")
     if fin(km) and n.get("knee_located"):
-        cards.append(_card(f"{km:,.0f} calls/s", f"1 %-drop knee, measured (95 %: {lo:,.0f}–{hi:,.0f})"))
+        cards.append(_card(f"{km:,.0f} calls/s", f"{kname}, measured (95 %: {lo:,.0f}–{hi:,.0f})"))
     elif fin(km) and fin(lo) and fin(hi):
-        cards.append(_card(f"{lo:,.0f}–{hi:,.0f} calls/s", "1 %-drop knee: between these (not located)"))
+        cards.append(_card(f"{lo:,.0f}–{hi:,.0f} calls/s", f"{kname}: between these (not located)"))
     elif n.get("knee_measured_censored") == "above" and fin(lo):
-        cards.append(_card(f"> {lo:,.0f} calls/s", "1 %-drop knee: above every rate run"))
+        cards.append(_card(f"> {lo:,.0f} calls/s", f"{kname}: above every rate run"))
     kd = n.get("knee_model_cps", float("nan"))
     if fin(kd) and n.get("knee_model_usable") and not weak:
         cards.append(_card(f"{kd:,.0f} calls/s", "1 %-drop knee, model prediction"))

@@ -64,17 +64,21 @@ def runs_table(rep: Report) -> pd.DataFrame:
             d.update({"vantage": m.vantage, "tracepoints": m.tracepoints, "messages": m.n_messages,
                       "calls": m.calls, "threads": m.fit_input.threads, "duration_s": m.duration_s,
                       "warmup_messages": m.warmup_n, "warmup_s": m.warmup_s, "steady_messages": m.steady_n,
-                      "window_s": m.window_s, "rate_cps": m.lam_cps, "offered_cps": r.meta.get("offered_cps"),
+                      "window_s": m.window_s, "rate_cps": m.lam_cps, "offered_cps": m.offered_cps if m.offered_cps is not None else r.meta.get("offered_cps"),
                       "rate_pps": m.lam_pps, "calls_ca2": m.ca2, "messages_ca2": m.ca2_msgs,
                       "q_kind": m.fit_input.q_kind, "q_mean_us": m.fit_input.q_mean_us,
                       "q_ci95_us": 1.96 * m.fit_input.q_se_us, "sojourn_p50_us": _comp(m, "sojourn", "median_us"),
                       "sojourn_mean_us": _comp(m, "sojourn", "mean_us"),
                       "sojourn_ci95_us": _comp(m, "sojourn", "ci95_hw_us"),
-                      "sojourn_p99_us": _comp(m, "sojourn", "p99_us"), "pdr_percent": 100 * m.pdr,
-                      "pdr_ci95_percent": 100 * m.pdr_ci95, "dropped": m.dropped,
+                      "sojourn_p99_us": _comp(m, "sojourn", "p99_us"), "pdr_percent": 100 * m.pdr if m.loss_kind == "drops" else float("nan"),
+                      "pdr_ci95_percent": 100 * m.pdr_ci95 if m.loss_kind == "drops" else float("nan"), "dropped": m.dropped,
                       "retransmissions": m.retransmissions, "warnings": len(m.warnings),
                       "cpu_share": m.cpu_share if m.cpu_share is not None else float("nan"),
-                      "queue_growing": m.queue_growing})
+                      "queue_growing": m.queue_growing, "transport": m.transport, "loss_kind": m.loss_kind,
+                      "calls_decided": m.setup.get("attempts"), "calls_failed": m.setup.get("failed"),
+                      "calls_late": m.setup.get("late"), "failed_percent": 100 * m.failed_fraction,
+                      "srd_p50_ms": m.setup.get("srd_p50_ms"), "srd_p99_ms": m.setup.get("srd_p99_ms"),
+                      "setup_deadline_s": m.setup.get("deadline_s"), "cpus": m.cpus})
             d.update({f"kernel_{k}": v for k, v in m.kernel.items()})
         p = per.get(r.label)
         if p:

@@ -310,6 +310,23 @@ class RunMeasure:
     kernel: dict[str, float] = field(default_factory=dict)
     components: pd.DataFrame | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the call rate the load generator was asked for (``--cpu`` file's rate_cps), beside ``lam_cps``
+    offered_cps: float | None = None
+    #: the CPUs the proxy's processes may run on (``--cpu`` file's cpus; None unknown)
+    cpus: int | None = None
+    #: the transport the proxy's messages came over ("udp", "tcp", "tls", "ws", "wss"; "" unknown)
+    transport: str = ""
+    #: what ``pdr`` counts: "drops" (datagrams, UDP) or "failed calls" (attempts that failed or
+    #: missed the setup deadline, over a stream transport, where nothing is dropped)
+    loss_kind: str = "drops"
+    #: how the calls ended (:func:`sipperf.calls.setup_outcomes`), over the whole run
+    setup: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed_fraction(self) -> float:
+        """The share of decided call attempts that failed or missed the setup deadline."""
+        n = self.setup.get("attempts") or 0
+        return self.setup.get("failed", 0) / n if n else float("nan")
 
 
 def _arr(tl: pd.DataFrame, c: str) -> np.ndarray:
@@ -418,9 +435,13 @@ def queue_growth(t_s: np.ndarray, soj_us: np.ndarray, bin_s: float = GROWTH_BIN_
     return out
 
 
+#: transports on which the proxy drops nothing a capture could count: the knee reads failed calls
+STREAM_TRANSPORTS = ("tcp", "tls", "ws", "wss", "sctp")
+
+
 def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) -> RunMeasure:
     """The numbers of one run (see the module docstring)."""
-    from sipperf.calls import caller_side
+    from sipperf.calls import caller_side, setup_outcomes
 
     meta = meta or {}
     warnings: list[str] = []
@@ -490,12 +511,14 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
                         f"(CV {math.sqrt(ca2):.2f}; Poisson gives 1 ± {2 * ca2_sd:.2f}): {kind}. "
                         "M/G/1 (eq. 4.2) assumes Poisson arrivals; its predicted wait is then "
                         + ("too low" if ca2 > 1 else "too high") + " (Kingman: W grows with (c_a² + c_s²)/2)")
-    # drops in the window, with a batch-means CI on the 0/1 series in arrival order
+    # drops from the first arrival to the last INVITE, with a batch-means CI on the 0/1 series in
+    # arrival order: the warm-up cut shapes the means, never what the knee reads (a drop episode
+    # early in a run is a drop episode)
     pdr = pdr_ci = float("nan")
     pdr_n = 0
     n_drop = int(dropped.sum())
     if vantage != "endpoint":
-        sel = arrived_fw & (t_arr >= t_start) & (t_arr <= t_end)
+        sel = arrived_fw & (t_arr <= t_end)
         if disp is not None:
             sel &= ((disp == "relayed") | (disp == "dropped") | (disp == "")).to_numpy(bool)
         o = np.argsort(t_arr[sel], kind="stable")
@@ -563,6 +586,17 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
                         f"{trend['first_us']:,.0f} to {trend['last_us']:,.0f} µs): the proxy fell behind "
                         "(ρ ≥ 1 or a stall) and its queue grew")
     cpu_share = meta.get("proxy_cpu_share")
+    # how the calls ended (the whole run): over a stream transport the knee reads these
+    transport = ""
+    if "transport" in tl.columns and tl["transport"].notna().any():
+        transport = str(tl["transport"].dropna().astype(str).str.lower().mode().iloc[0])
+    setup = setup_outcomes(tl) if vantage != "endpoint" and {"call_id", "cseq_method"} <= set(tl.columns) else {}
+    loss_kind = "failed calls" if transport in STREAM_TRANSPORTS else "drops"
+    if loss_kind == "failed calls" and setup.get("attempts"):
+        # no datagram is dropped on a stream: the loss is the calls that failed or missed the deadline
+        pdr_n = int(setup["attempts"])
+        pdr = setup["failed"] / pdr_n
+        pdr_ci = 1.96 * math.sqrt(max(pdr * (1 - pdr), 1e-12) / pdr_n)
     k_meta = meta.get("k_pkts")
     threads = meta.get("threads")
     fi = RunInput(
@@ -595,6 +629,9 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
         proxy_id = str(tl["proxy"].dropna().mode().iloc[0])
     elif meta.get("source"):
         proxy_id = f"{meta['source']} run"
+    if transport in STREAM_TRANSPORTS and ":" in proxy_id:
+        # over a stream the proxy reaches the next hop from ports of its own: its host names it
+        proxy_id = f"{proxy_id.rsplit(':', 1)[0]} ({transport})"
     return RunMeasure(label=label, n_messages=len(tl), vantage=vantage, has_sojourn=has_soj, proxy_id=proxy_id,
                       tracepoints=tracepoints, duration_s=duration, warmup_n=int(warm_n),
                       warmup_s=float((t_start - t0) / 1e9) if np.isfinite(t_start) and np.isfinite(t0) else 0.0,
@@ -602,6 +639,7 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
                       lam_cps=lam_cps, calls=int(len(inv)), ca2=ca2, ca2_sd=ca2_sd, ca2_msgs=ca2_msgs,
                       pdr=pdr, pdr_ci95=pdr_ci, dropped=n_drop, retransmissions=retrans, k_pkts_data=kq,
                       pdr_n=int(pdr_n), queue_growing=growing, queue_trend=trend,
+                      transport=transport, loss_kind=loss_kind, setup=setup,
                       cpu_share=float(cpu_share) if cpu_share is not None else None,
                       cpu_source=str(meta.get("proxy_cpu_source") or "") if cpu_share is not None else "",
                       generator_cpu_share=meta.get("generator_cpu_share"),
@@ -976,7 +1014,8 @@ def read_cpu_file(path) -> list[dict[str, Any]]:
     row per load level.  Columns (a header line): ``run`` (a run's label, optional) and/or
     ``rate_cps`` (calls per second; required where ``run`` is absent), and either ``cpu_s`` (CPU
     seconds, user + system, of all the proxy's processes) with ``window_s`` (the seconds they were
-    counted over), or ``cpu_share`` (CPU-seconds per second); optional ``threads`` (workers).
+    counted over), or ``cpu_share`` (CPU-seconds per second); optional ``threads`` (workers) and
+    ``cpus`` (the CPUs the proxy's processes may run on: utilisation is then per CPU they share).
     Returns one dict per row (``run``, ``rate_cps``, ``cpu_share``, ``threads``); an
     :class:`~sipperf.timeline.IngestError` naming the file and line on anything else."""
     from sipperf.ingest.paths import display_path
@@ -1023,12 +1062,14 @@ def read_cpu_file(path) -> list[dict[str, Any]]:
                 raise IngestError(name, f"line {line}", "needs cpu_share, or cpu_s and window_s")
             share = cs / w
         th = num(row, "threads", line, positive=True)
+        ncpu = num(row, "cpus", line, positive=True)
         if not run and rate is None:
             raise IngestError(name, f"line {line}", "needs a run label or a rate_cps")
         # the kernel's counters over the run, where the file has them (sipperf collect)
         kernel = {k: num(row, k, line) for k in KERNEL_COLUMNS if k in cols}
         out.append({"run": run or None, "rate_cps": rate, "cpu_share": share,
                     "threads": int(th) if th is not None else None, "line": line, "file": name,
+                    "cpus": int(ncpu) if ncpu is not None else None,
                     "kernel": {k: v for k, v in kernel.items() if v is not None}})
     return out
 
@@ -1093,6 +1134,10 @@ def apply_cpu_rows(rows: list[dict[str, Any]], measures: list["RunMeasure"],
                 m.warnings.extend(kernel_warnings(m))
             if r["rate_cps"] is not None and not math.isfinite(m.lam_cps):
                 m.lam_cps = m.fit_input.lam_cps = float(r["rate_cps"])
+            if r["rate_cps"] is not None:
+                m.offered_cps = float(r["rate_cps"])       # what the load generator was asked for
+            if r.get("cpus"):
+                m.cpus = m.fit_input.cpus = int(r["cpus"])
             continue
         extra.append({"run": f"{r['file']} line {r['line']}", "rate_cps": r["rate_cps"], "cpu_share": r["cpu_share"],
                       "threads": r["threads"]})

@@ -38,11 +38,13 @@ def account(rep) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-RUN_COLUMNS = {"run": "run", "vantage": "vantage", "threads": "workers", "rate_cps": "calls/s",
+RUN_COLUMNS = {"run": "run", "vantage": "vantage", "transport": "transport", "threads": "workers",
+               "offered_cps": "offered calls/s", "rate_cps": "calls/s",
                "rate_pps": "messages/s", "calls": "calls", "warmup_s": "warm-up (s)", "window_s": "window (s)",
                "q_kind": "Q", "q_mean_us": "mean Q (µs)", "q_ci95_us": "± 95 % (µs)",
                "sojourn_p50_us": "sojourn p50 (µs)", "sojourn_p99_us": "sojourn p99 (µs)",
-               "pdr_percent": "drops (%)", "pdr_ci95_percent": "± 95 % (pp)", "utilisation": "utilisation ρ",
+               "pdr_percent": "drops (%)", "pdr_ci95_percent": "± 95 % (pp)", "failed_percent": "failed calls (%)",
+               "srd_p99_ms": "setup p99 (ms)", "utilisation": "utilisation ρ",
                "utilisation_from": "ρ from", "cpu_share": "CPU-s per s", "queue_growing": "queue grows",
                "calls_ca2": "calls c_a²", "retransmissions": "retrans."}
 

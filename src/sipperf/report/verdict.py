@@ -128,6 +128,22 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
                       + (" …" if len(proxies) > 6 else "") + "): the fitted constants mix machines and "
                       "configurations. Fit each proxy's runs on their own (one report per proxy).")
 
+    # ---- what a run loses: datagrams over UDP, calls over a stream transport -------------------
+    kinds = {getattr(m, "loss_kind", "drops") for m in proxy_runs}
+    loss = "drops" if kinds == {"drops"} else "failed calls" if kinds == {"failed calls"} else "losses"
+    numbers["loss_kind"] = loss
+    numbers["transports"] = sorted({getattr(m, "transport", "") or "unknown" for m in proxy_runs})
+    if loss != "drops":
+        dl = next((m.setup.get("deadline_s") for m in proxy_runs if getattr(m, "setup", None)), 2.0)
+        srd = [(m.lam_cps, m.setup.get("srd_p99_ms")) for m in proxy_runs if getattr(m, "setup", None)
+               and _finite(m.setup.get("srd_p99_ms")) and _finite(m.lam_cps)]
+        srd_txt = "; setup delay p99 " + ", ".join(f"{_f(v)} ms at {_f(r)} calls/s" for r, v in sorted(srd)) if srd else ""
+        head.append(f"Over {'/'.join(t.upper() for t in numbers['transports'] if t != 'unknown') or 'a stream transport'} "
+                    "the proxy drops nothing a capture could count: here the knee and the headroom rest on the "
+                    "failed calls — attempts ending in 408, 500, 503 or 504, timed out, or without an answer "
+                    f"within {_f(dl, 1)} s{srd_txt}. The capture sees a request when it is on the wire: a backlog "
+                    "waiting in a caller's socket buffer is not, so the callers' own setup delays can be longer "
+                    "(compare the load generator's statistics).")
     # ---- 0. what the data can carry -------------------------------------------------------------
     rated = [m for m in proxy_runs if _finite(m.lam_pps) and m.lam_pps > 0 and _finite(m.lam_cps)]
     rates = sorted({round(m.lam_cps, -1 if m.lam_cps >= 100 else 0) for m in rated})
@@ -155,7 +171,8 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
                 + ": the report assumed one worker (give --threads N; with N workers the utilisation per "
                   "worker is about 1/N of the one shown).")
         (head if not weak else cannot).append(note)
-    below = [m for m in rated if not (math.isfinite(m.pdr) and m.pdr >= 0.01)]
+    # the reference rate: the highest whose own data show no overload (under 1 % lost, no growing queue)
+    below = [m for m in rated if not (math.isfinite(m.pdr) and m.pdr >= 0.01) and not m.queue_growing]
     top = max(below or rated, key=lambda m: m.lam_cps) if rated else None
     if top is not None:
         d = pr.get(top.label, {})
@@ -187,7 +204,11 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
                         "rho_source": "cpu" if src.startswith("the proxy's own CPU") else
                         ("sojourn upper bound" if upper else "traced"), "rho_upper_bound": upper})
         ev = _overload_evidence(top)
+        per = d.get("rho_per", "worker")
         workers = f"{c_top} worker{'s' if c_top > 1 else ''}" + (" (assumed)" if top.fit_input.threads is None else "")
+        if per == "CPU":
+            workers += f" sharing {d['cpus']} CPU{'s' if d['cpus'] > 1 else ''}"
+        numbers["top_rho_per"] = per
         where = f"At {_f(top.lam_cps)} calls/s ({_f(top.lam_pps)} messages/s, run {top.label}"
         if not _finite(rho):
             if not any(x.startswith(f"Run {top.label} ") for x in cannot):
@@ -196,31 +217,41 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
             cannot.append(f"{where}) the model reading of the utilisation is ρ = {rho:.2f} ({workers}, from {src}): "
                           "a model prediction from too little data, not a measurement.")
         elif rho >= 1 and (top.queue_growing or (math.isfinite(top.pdr) and top.pdr >= 0.01)):
-            head.append(f"{where}) the proxy is past saturation: ρ = {rho:.2f} per worker ({workers}, from {src}), "
+            head.append(f"{where}) the proxy is past saturation: ρ = {rho:.2f} per {per} ({workers}, from {src}), "
                         f"and its own data show it: {', '.join(ev)}.")
         elif rho >= 1 and ev:
-            head.append(f"{where}) the estimate ρ = {rho:.2f} per worker ({workers}, from {src}) says saturated; the "
-                        f"run shows {', '.join(ev)}, but its queue did not grow and it dropped less than 1 %: at "
+            head.append(f"{where}) the estimate ρ = {rho:.2f} per {per} ({workers}, from {src}) says saturated; the "
+                        f"run shows {', '.join(ev)}, but its queue did not grow and it lost less than 1 %: at "
                         "most at the edge of saturation.")
         elif rho >= 1:
-            head.append(f"{where}) the estimate ρ = {rho:.2f} per worker ({workers}, from {src}) would mean more "
+            head.append(f"{where}) the estimate ρ = {rho:.2f} per {per} ({workers}, from {src}) would mean more "
                         "work arrives than the proxy can serve, but this run shows no growing queue, no drops and "
                         "no retransmissions: the proxy kept up, so it was NOT saturated, and the estimate is too "
                         "high" + (" (more than one worker, or waits for a CPU counted as service)" if upper or assumed
                                   else "") + ". To measure it, " + _cpu_hint() + ".")
             numbers["top_rho_contradicted"] = True
         else:
-            head.append(f"{where}, the highest rate {'without' if below else 'with'} 1 % drops) the proxy is busy "
-                        f"{'at most ' if upper else 'about '}{_f(100 * rho)} % of the time per worker "
+            head.append(f"{where}, the highest rate {'without' if below else 'with'} 1 % {loss} or a growing queue) "
+                        f"the proxy is busy {'at most ' if upper else 'about '}{_f(100 * rho)} % of the time per {per} "
                         f"({workers}; from {src}).")
         if upper and not _finite(d.get("rho_cpu")):
             cannot.append("From a capture alone the service demand is an upper bound (the sojourn includes "
                           "waiting for a CPU). To measure the utilisation, " + _cpu_hint() + ".")
     elif not weak:
         cannot.append("No run is long enough to measure its arrival rate: the utilisation cannot be estimated.")
+    # the load as offered against the load that reached the proxy (the --cpu file's rate_cps)
+    short_of = [(m.label, m.offered_cps, m.lam_cps) for m in proxy_runs
+                if getattr(m, "offered_cps", None) and _finite(m.lam_cps) and m.lam_cps < 0.9 * m.offered_cps]
+    numbers["short_of_offered"] = [lab for lab, _, _ in short_of]
+    if short_of:
+        head.append("The load did not reach the proxy as offered: " + "; ".join(
+            f"{lab} offered {_f(o)} calls/s, {_f(r)} reached it ({_f(100 * (1 - r / o))} % short)" for lab, o, r in short_of)
+            + ". Either the load generator could not send faster (check its own CPU and statistics) or the proxy "
+              "pushed back (over TCP, a full receive window): such a run is labelled by the rate that reached "
+              "the proxy, and its failures as the generator counts them are not the proxy's alone.")
     sat = [m.label for m in proxy_runs if m.queue_growing or (math.isfinite(m.pdr) and m.pdr >= 0.01)]
     if sat:
-        head.append(f"Runs whose own data show overload (a growing queue, or 1 % drops or more): {', '.join(sat)}; "
+        head.append(f"Runs whose own data show overload (a growing queue, or 1 % {loss} or more): {', '.join(sat)}; "
                     "their waits grow for as long as the load lasts, and their means depend on the run's length.")
     numbers["saturated_runs"] = sat
     _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers)
@@ -231,7 +262,7 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
     kk = kk or (next(iter(knees.values())) if knees else None)
     ref = top.lam_cps if top is not None else float("nan")
     if kk is not None:
-        _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs)
+        _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs, loss)
         cap, cci = numbers.get("cpu_capacity_cps"), numbers.get("cpu_capacity_ci95_cps") or [float("nan")] * 2
         k_lo = (kk.get("measured_ci95_cps") or [float("nan")])[0]
         top_cap = cci[1] if _finite(cci[1]) else cap
@@ -335,6 +366,14 @@ def _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers) -> None:
             head.append(f"The sojourn-based service time accounts for {_f(100 * (1 - float(np.median(out))))} % of the "
                         "CPU time the proxy used (median over the runs): it counts waiting as work, which is why a "
                         "capture alone gives only an upper bound.")
+        elif kind == "sojourn" and 1 - float(np.median(out)) < 0.005:
+            cannot.append("The service time read off the lightest run's sojourn comes out at zero (M/G/1 puts all of "
+                          "that sojourn down to waiting): the runs hold no light load to read it from. Add a run "
+                          "well below the others' rates.")
+        elif kind == "sojourn":
+            head.append(f"The sojourn-based service time accounts for {_f(100 * (1 - float(np.median(out))))} % of the "
+                        "CPU time the proxy used (median over the runs); where the rest goes, a capture cannot say "
+                        "(timers, the other processes, logging, the kernel work charged to it).")
         else:
             head.append(f"The traced path (λ × the measured service time per message) accounts for "
                         f"{_f(100 * (1 - float(np.median(out))))} % of the proxy's CPU time (median over "
@@ -345,7 +384,7 @@ def _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers) -> None:
                         f"{_f(-100 * float(np.median(out)))} %, median): the traced path includes waits for a CPU.")
 
 
-def _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs) -> None:
+def _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs, loss: str = "drops") -> None:
     c = kk["threads"]
     mk, cen = kk["measured_cps"], kk["measured_censored"]
     lo, hi = kk.get("measured_ci95_cps") or [float("nan")] * 2
@@ -362,23 +401,28 @@ def _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs) ->
     knee, k_lo, k_hi = float("nan"), float("nan"), float("nan")
     say = cannot if weak else head      # with too little data, the knee is among what cannot be told
     if cen != "no runs" and not (lo > 0) and not math.isfinite(hi):
-        say.append("The runs' drop measurements rest on too few messages to place the 1 % knee anywhere "
+        say.append(f"The runs' measurements of {loss} rest on too few messages to place the 1 % knee anywhere "
                    f"({kk.get('measured_probes', 0)} measurement(s)). Next: " + RECORD_NEXT + ".")
         cen = "none"
     if cen == "" and located:
-        head.append(f"Drops reach 1 % at about {_f(mk)} calls/s (95 % interval {_f(lo)}–{_f(hi)}: the rates "
-                    f"around it and their replications, {kk.get('measured_probes', 0)} drop measurements in all).")
+        head.append(f"{loss.capitalize()} reach 1 % at about {_f(mk)} calls/s (95 % interval {_f(lo)}–{_f(hi)}: the rates "
+                    f"around it and their replications, {kk.get('measured_probes', 0)} measurements in all).")
         knee, k_lo, k_hi, src = mk, lo, hi, "measured"
     elif cen == "":
-        say.append(f"Drops reach 1 % somewhere between {_f(lo)} and {_f(hi)} calls/s: these runs cannot locate "
+        say.append(f"{loss.capitalize()} reach 1 % somewhere between {_f(lo)} and {_f(hi)} calls/s: these runs cannot locate "
                    f"the knee more closely — {why}. Next: {nxt}.")
         knee, k_lo, k_hi, src = mk, lo, hi, "measured, not located: between the rates run"
     elif cen == "above":
-        say.append(f"No run reached 1 % drops: the knee lies above {_f(lo)} calls/s. Next: {nxt}.")
+        say.append(f"No run reached 1 % {loss}: the knee lies above {_f(lo)} calls/s. Next: {nxt}.")
         k_lo = lo
     elif cen == "below":
-        say.append(f"Even the lowest-rate run dropped 1 % or more: the knee lies below {_f(hi)} calls/s. "
+        say.append(f"Even the lowest-rate run lost 1 % or more ({loss}): the knee lies below {_f(hi)} calls/s. "
                    f"Next: {nxt}.")
+    if math.isfinite(model) and loss != "drops":
+        cannot.append(f"The M/M/{c}/K model describes datagrams dropped at a full socket buffer; over a stream "
+                      "transport nothing is dropped, so it predicts no knee here.")
+        model = float("nan")
+        numbers["knee_model_cps"] = model
     if math.isfinite(model):
         k_txt = f"M/M/{c}/K model (K = {_f(kk['k_pkts'])} packets, the fitted service demand)"
         chk = kk.get("model_check") or {}
@@ -429,15 +473,23 @@ def _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs) ->
                    f"{_f(100 * hci[1])} %)" if all(math.isfinite(x) for x in hci) else "")
             if not located and src.startswith("measured") and all(math.isfinite(x) for x in hci):
                 # the knee is not located: so neither is the headroom; only its range is said
-                head.append(f"Headroom over {_f(ref)} calls/s, the highest rate run without 1 % drops: somewhere "
+                head.append(f"Headroom over {_f(ref)} calls/s, the highest rate run without 1 % {loss}: somewhere "
                             f"between {_f(100 * hci[0]) if round(100 * hci[0]) != 0 else '0'} and "
                             f"{_f(100 * hci[1])} % (the knee is not located).")
             elif hr >= 0:
                 head.append(f"Headroom: about {_f(100 * hr)} %{rng} above {_f(ref)} calls/s, the highest rate run "
-                            f"without 1 % drops (knee: {src})" + (" — a model prediction, not a measurement." if
+                            f"without 1 % {loss} (knee: {src})" + (" — a model prediction, not a measurement." if
                                                          src.startswith("model") else "."))
             else:
                 head.append(f"No headroom: {_f(ref)} calls/s is already {_f(-100 * hr)} % beyond the {src} knee.")
+        elif cen == "above" and math.isfinite(k_lo) and k_lo <= ref:
+            # the knee's lower bound lies below the reference run: that run cannot vouch for room above it
+            numbers.update({"headroom_fraction": float("nan"), "headroom_at_least": float("nan"),
+                            "headroom_from_cps": ref, "headroom_knee_source": "none shown"})
+            why_k = "; ".join(kk.get("measured_why") or [])
+            head.append(f"Headroom over {_f(ref)} calls/s: none shown. No run lost 1 %, but the knee is only known "
+                        f"to lie above {_f(k_lo)} calls/s" + (f": {why_k}." if why_k else
+                                                                 ", and no steady run above that rate shows more."))
         elif cen == "above" and math.isfinite(k_lo):
             numbers.update({"headroom_fraction": float("nan"), "headroom_at_least": k_lo / ref - 1,
                             "headroom_from_cps": ref, "headroom_knee_source": "lower bound"})
