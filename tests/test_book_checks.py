@@ -265,6 +265,58 @@ def test_book_exercises_are_graded_alike(path):
     assert C.lint_exercises(path.read_text()) == []
 
 
+COURSE = sorted(C.course_docs((ROOT / "_toc.yml").read_text()))
+F3 = "`" * 3
+
+
+def test_course_docs_are_the_numbered_parts():
+    toc = ("parts:\n  - caption: Measure\n    chapters:\n      - file: book/a\n"
+           "  - caption: Practice\n    chapters:\n      - file: book/p\n"
+           "  - caption: Appendices\n    chapters:\n      - file: book/x\n")
+    assert C.course_docs(toc) == {"book/a"}
+    assert "book/ch05_one_thread" in COURSE and "book/your_proxy" not in COURSE and "book/appendix_lab" not in COURSE
+
+
+def test_generated_markdown_and_if_else_glue_are_found():
+    src = ("Text {glue:md}`story`.\n\n" + F3 + "{code-cell} ipython3\n:tags: [remove-cell]\n\n"
+           "glue('a', Markdown(s), display=False)\n"
+           "glue('b', 'rises' if x > y else 'falls', display=False)\n"
+           "glue('c', f\"{n} {'call' if n == 1 else 'calls'}\", display=False)\n"
+           "glue('d', float(x), display=False)\n" + F3 + "\n")
+    found = C.lint_course_source(src)
+    assert sorted(ln for ln, _ in found) == [1, 6, 7, 8], found
+
+
+def test_written_prose_with_glued_numbers_passes():
+    src = ("The knee is {glue:text}`k:,.0f` calls/s.\n\n" + F3 + "{code-cell} ipython3\n"
+           "assert k > 0\nglue('k', float(k), display=False)\n" + F3 + "\n")
+    assert C.lint_course_source(src) == []
+
+
+def test_provenance_in_the_main_text_is_found_but_not_in_captions_or_outputs():
+    doc = _doctree("""
+The protocol recording (``datasets/lab/protocol``) ran run ``workers-c1-r00100``.
+
+Made by ``python -m sipperf.sim.sweep``.
+
+The lab appendix describes the recordings.
+""")
+    out = nodes.container(classes=["cell_output"])
+    out += nodes.paragraph("", "datasets/precomputed/sim_sweep.csv")
+    fig = nodes.figure()
+    fig += nodes.caption("", "from datasets/lab/protocol/runs.csv")
+    doc += [out, fig]
+    found = [p for _, p in C.check_provenance(doc)]
+    assert len(found) == 3, found
+    assert any("datasets/lab" in p for p in found) and any("r00100" in p for p in found)
+    assert any("python -m" in p for p in found)
+
+
+@pytest.mark.parametrize("name", COURSE)
+def test_course_chapters_hold_no_generated_text(name):
+    assert C.lint_course_source((ROOT / f"{name}.md").read_text()) == []
+
+
 HTML = os.environ.get("SIPPERF_BOOK_HTML")
 
 

@@ -19,6 +19,7 @@ counter across the book, so the audit appendix's exercises came out as "Exercise
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.util import logging
@@ -67,21 +68,40 @@ def _report(location, message):
     LOGGER.warning(message, location=location, type="sipperf", subtype="reader")
 
 
+def _course(app) -> set:
+    """Docnames of the numbered parts (Measure, Model, Simulate), from the project's _toc.yml."""
+    import sipperf_checks
+
+    if not hasattr(app, "_sipperf_course"):
+        toc = Path(app.srcdir) / "_toc.yml"
+        app._sipperf_course = sipperf_checks.course_docs(toc.read_text()) if toc.is_file() else set()
+    return app._sipperf_course
+
+
 def _check_source(app, docname, source):
-    """``source-read``: float lookups in code cells, exercise format."""
+    """``source-read``: float lookups in code cells, exercise format; in a course chapter, no
+    Markdown produced by code."""
     import sipperf_checks
 
     text = source[0]
-    for line, msg in sipperf_checks.lint_code_cells(text) + sipperf_checks.lint_exercises(text):
+    found = sipperf_checks.lint_code_cells(text) + sipperf_checks.lint_exercises(text)
+    if docname in _course(app):
+        found += sipperf_checks.lint_course_source(text)
+    for line, msg in found:
         _report((docname, line), msg)
 
 
 def _check_doctree(app, doctree, docname):
-    """``doctree-resolved``: nothing non-finite rendered in prose or a table cell."""
+    """``doctree-resolved``: nothing non-finite rendered in prose or a table cell; in a course
+    chapter, no provenance in the main text."""
     import sipperf_checks
 
     for node, problem in sipperf_checks.check_doctree(doctree):
         _report(node, f"renders a missing value as text: {problem}")
+    if docname in _course(app):
+        for node, problem in sipperf_checks.check_provenance(doctree):
+            _report(node, f"provenance in a course chapter's main text (move it to the lab appendix, a "
+                          f"caption or a dataset README): {problem}")
 
 
 def _wrap_glue_text():

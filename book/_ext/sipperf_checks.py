@@ -29,6 +29,14 @@ What is checked, and where (``docs/claims.md`` lists them for chapter authors):
    that ends in its grade (``★``, ``★★`` or ``★★★``), and a page with exercises states the
    grading (:data:`GRADING`) before the first one.
 
+6. **Course text** (on the pages of the numbered parts, Measure, Model and Simulate, read from
+   ``_toc.yml``): no Markdown produced by code (``{glue:md}``, ``Markdown(...)``:
+   :func:`lint_course_source`), since a sentence assembled from data by ``if``/``else`` cannot be
+   checked by a reader; and no provenance in the main text (:func:`check_provenance`): run
+   identifiers, lab or precomputed dataset paths, ``python -m`` command lines. Code cells, their
+   outputs, captions and folded solutions are excepted; provenance lives in the lab appendix,
+   captions and the datasets' READMEs.
+
 Everything here is plain Python on strings and docutils nodes, so ``tests/test_book_checks.py``
 feeds it small documents directly.
 """
@@ -338,3 +346,80 @@ def lint_exercises(source: str) -> list[tuple[int, str]]:
             out.append((first, f"a page with exercises states the grading before the first one "
                                f"({GRADING!r} …)"))
     return out
+
+
+# ----------------------------------------------------------------------------- course text
+
+#: what a course chapter's main text never names (provenance belongs in the lab appendix)
+PROVENANCE = re.compile(r"\br\d{5}\b|-r\d{5}\b|datasets/lab\b|datasets/precomputed\b|python -m ")
+_GENERATED_MD = re.compile(r"\{glue:md\}|\bMarkdown\(")
+_PROV_SKIP_CLASSES = {"cell_input", "cell_output", "solution", "dropdown", "toggle-hidden"}
+
+
+def course_docs(toc_text: str) -> set[str]:
+    """Docnames of the numbered parts (Measure, Model, Simulate): every part of ``_toc.yml`` but
+    the practice part and the appendices."""
+    out, part = set(), None
+    for line in toc_text.splitlines():
+        m = re.search(r"caption:\s*(.+)", line)
+        if m:
+            part = m.group(1).strip().lower()
+            continue
+        m = re.search(r"file:\s*(\S+)", line)
+        if m and part and not any(k in part for k in ("practice", "appendi")):
+            out.add(m.group(1))
+    return out
+
+
+def lint_course_source(source: str) -> list[tuple[int, str]]:
+    """(line, message) for text produced by code in a course chapter: Markdown (``{glue:md}``,
+    ``Markdown(...)``), and a glued value chosen by ``if``/``else`` (a word or a sentence that
+    changes with the data: write the sentence for the data there is, and assert it)."""
+    out = []
+    for m in _GENERATED_MD.finditer(source):
+        line = source.count("\n", 0, m.start()) + 1
+        out.append((line, f"{m.group(0)!r}: Markdown produced by code in a course chapter; write the "
+                          "sentence, glue its numbers with {glue:text}, and assert its claim"))
+    for m in _CELL.finditer(source):
+        body = m.group(1)
+        code = _strip_cell_header(body)
+        offset = source.count("\n", 0, m.start(1)) + 1 + body.count("\n") - code.count("\n")
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        for n in ast.walk(tree):
+            if (isinstance(n, ast.Call) and getattr(n.func, "id", "") == "glue" and len(n.args) >= 2
+                    and any(isinstance(x, ast.IfExp) for x in ast.walk(n.args[1]))):
+                out.append((offset + n.lineno - 1, "a glued value chosen by if/else: write the sentence for "
+                                                   "the data there is, and assert the condition instead"))
+    return out
+
+
+def _prov_skipped(node: nodes.Node) -> bool:
+    p = node
+    while p is not None:
+        if isinstance(p, (nodes.caption, nodes.literal_block, nodes.comment, nodes.raw)):
+            return True
+        if isinstance(p, nodes.Element) and (set(p.get("classes", [])) & _PROV_SKIP_CLASSES):
+            return True
+        if "solution" in type(p).__name__.lower():
+            return True
+        p = p.parent
+    return False
+
+
+def find_provenance(text: str) -> list[str]:
+    """Each provenance token in ``text``, with its context."""
+    return [f"{m.group(0).strip()!r} in: {_context(text, m.start(), m.end())}"
+            for m in PROVENANCE.finditer(text)]
+
+
+def check_provenance(doctree: nodes.Node) -> list[tuple[nodes.Node, str]]:
+    """(node, problem) for provenance in a course chapter's main text (inline code included)."""
+    found = []
+    for el in doctree.findall(nodes.TextElement):
+        if isinstance(el.parent, nodes.TextElement) or _prov_skipped(el):
+            continue
+        found += [(el, s) for s in find_provenance(el.astext())]
+    return found
