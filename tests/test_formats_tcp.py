@@ -226,3 +226,94 @@ def test_a_hole_filled_after_the_hold_time_is_a_gap(plain, tmp_path):
     # the second late copy, 1 ns after the first with its IPv4 id, is that packet seen twice
     assert len(df) == len(ref) - 1 and rep.skipped[RETRANS] == 1
     assert rep.skipped[ps.REASONS[ps.R_DUPLICATE]] == 1
+
+
+# --------------------------------------------------------------------------------------------
+# TCP's own overload signals (issue 39): zero-window advertisements and resets per sender,
+# counted by the scanner and checked against tshark's tcp.analysis.zero_window / tcp.flags.reset
+# --------------------------------------------------------------------------------------------
+
+def _with_signals(recs, rng: random.Random):
+    """The capture with some pure ACKs advertising a zero window and a few marked RST; returns
+    (records, {sender: [zero windows, resets]}) as planted."""
+    out, planted = [], {}
+    for ts, link, d in recs:
+        p = G.decode(ts, link, d)
+        if p is None or p.proto != 6 or p.payload or p.flags != G.TCP_ACK:
+            out.append((ts, link, d))
+            continue
+        b = bytearray(d)
+        l4 = G.LINK_L2[link] + (b[G.LINK_L2[link]] & 15) * 4
+        key = f"{'.'.join(map(str, p.src))}:{p.sport}"
+        r = rng.random()
+        if r < 0.4:
+            b[l4 + 14:l4 + 16] = b"\x00\x00"
+            planted.setdefault(key, [0, 0])[0] += 1
+        elif r < 0.45:
+            b[l4 + 13] = G.TCP_RST | G.TCP_ACK
+            planted.setdefault(key, [0, 0])[1] += 1
+        out.append((ts, link, bytes(b)))
+    return out, planted
+
+
+@needs_tshark
+def test_zero_windows_and_resets_are_counted_per_sender_as_tshark_does(plain, tmp_path):
+    recs, ref = plain
+    sig_recs, planted = _with_signals(recs, random.Random(39))
+    assert sum(z for z, _ in planted.values()) >= 10 and sum(r for _, r in planted.values()) >= 1
+    cap = G.write_records(tmp_path / "signals.pcapng", sig_recs)
+    df, rep = fast.read_packets(cap)
+    assert rows(df) == rows(ref)  # the SIP messages are untouched by the signals
+    sig = rep.details["transports"]["tcp_signals"]
+    got = {e["endpoint"]: [e["zero_window"], e["resets"]] for e in sig["senders"]}
+    assert got == planted
+    # tshark, independently: its expert analysis of zero windows, and the RST flag
+    r = subprocess.run(["tshark", "-n", "-r", str(cap), "-Y", "tcp.analysis.zero_window or tcp.flags.reset==1",
+                        "-T", "fields", "-e", "ip.src", "-e", "tcp.srcport", "-e", "tcp.flags.reset"],
+                       capture_output=True, text=True, check=True)
+    ts_count: dict[str, list[int]] = {}
+    for line in r.stdout.splitlines():
+        src, port, rst = line.split("\t")
+        c = ts_count.setdefault(f"{src}:{port}", [0, 0])
+        c[1 if rst in ("1", "True") else 0] += 1
+    assert ts_count == got
+    assert sig["zero_window"] == sum(z for z, _ in got.values()) and sig["not_listed"] == 0
+    assert any("zero-window advertisements" in n for n in rep.notes)
+
+
+def test_a_capture_without_signals_reports_none(plain):
+    _, _ = plain
+    _, rep = fast.read_packets(FIX / "tcp4.pcapng")
+    assert "tcp_signals" not in rep.details.get("transports", {})
+
+
+def test_the_report_counts_the_proxys_zero_windows_as_overload(plain, tmp_path):
+    """`sipperf report` on the capture with planted signals: the zero windows of the proxy's
+    endpoints (its listening port, and the port it opened towards the UAS, found here from the
+    SYNs) are the proxy's; the run is not a reference rate and is listed as overloaded."""
+    from sipperf.report.build import build_report
+    from sipperf.report.result import runs_table
+
+    recs, _ = plain
+    sig_recs, planted = _with_signals(recs, random.Random(39))
+    cap = G.write_records(tmp_path / "signals.pcapng", sig_recs)
+    proxy_eps = {"127.0.0.1:15062"}
+    for ts, link, d in recs:   # the connections the proxy opened: SYNs towards the UAS's port
+        p = G.decode(ts, link, d)
+        if p is not None and p.proto == 6 and p.flags & G.TCP_SYN and not p.flags & G.TCP_ACK and p.dport == 15082:
+            proxy_eps.add(f"{'.'.join(map(str, p.src))}:{p.sport}")
+    want_proxy = sum(planted.get(e, [0, 0])[0] for e in proxy_eps)
+    want_peers = sum(z for e, (z, _) in planted.items() if e not in proxy_eps)
+    assert want_proxy > 0 and want_peers > 0
+    rep = build_report([str(cap)], tmp_path / "rep", html=False, n_boot=0)
+    row = runs_table(rep).iloc[0]
+    assert (row["tcp_zero_window_proxy"], row["tcp_zero_window_peers"]) == (want_proxy, want_peers)
+    assert row["tcp_resets_proxy"] + row["tcp_resets_peers"] == sum(r for _, r in planted.values())
+    m = rep.runs[0].measure
+    assert m.pushed_back and any("advertised a zero TCP window" in w for w in m.warnings)
+    assert rep.runs[0].label in rep.verdict["numbers"]["saturated_runs"]
+    # the unmodified capture: no signal, not overloaded on that account
+    rep0 = build_report([str(FIX / "tcp4.pcapng")], tmp_path / "rep0", html=False, n_boot=0)
+    assert not rep0.runs[0].measure.pushed_back
+    assert runs_table(rep0).iloc[0]["tcp_zero_window_proxy"] is None or \
+        pd.isna(runs_table(rep0).iloc[0]["tcp_zero_window_proxy"])

@@ -114,3 +114,32 @@ def test_utilisation_is_per_cpu_the_workers_may_run_on(tcp_lab):
     servers = min(CFG.workers, tcp_lab["cpus"])
     for label, row in t.iterrows():
         assert row["utilisation"] == pytest.approx(row["cpu_share"] / servers, rel=1e-6)
+
+
+def test_zero_windows_are_counted_from_the_capture_as_tshark_counts_them(tcp_lab):
+    """TCP's overload signal read off the wire: the zero-window advertisements the report counts
+    (the proxy's and its peers') are those tshark's expert analysis finds in the same capture.
+    (The kernel's TCPToZeroWindowAdv is host-wide: other programs' connections move it too, so
+    it bounds nothing here.)"""
+    import shutil
+
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed")
+    t = tcp_lab["table"]
+    for r in tcp_lab["runs"]:
+        p = subprocess.run(["tshark", "-n", "-r", str(r.capture), "-Y", "tcp.analysis.zero_window",
+                            "-T", "fields", "-e", "frame.number"], capture_output=True, text=True, timeout=900)
+        n = len(p.stdout.split())
+        row = t.loc[r.label]
+        ours = sum(0 if pd_isna(row.get(c)) else int(row[c]) for c in ("tcp_zero_window_proxy", "tcp_zero_window_peers"))
+        assert ours == n, (r.label, ours, n)
+        if not pd_isna(row.get("tcp_zero_window_proxy")) and row["tcp_zero_window_proxy"] > 0:
+            # the proxy told its callers to stop: the run is overloaded, whatever else it shows
+            assert r.label in tcp_lab["rep"]["verdict"]["numbers"]["saturated_runs"]
+        print(f"{r.label}: {n} zero windows ({row.get('tcp_zero_window_proxy')} from the proxy), "
+              f"{row.get('tcp_retransmissions')} retransmitted segments, "
+              f"kernel TCPToZeroWindowAdv {row.get('kernel_tcp_to_zero_window_adv')}")
+
+
+def pd_isna(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))

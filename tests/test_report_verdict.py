@@ -302,3 +302,55 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     os.close(master)
     tty = b"".join(chunks).decode(errors="replace")
     assert q.returncode == 0 and ("B/s" in tty or "%|" in tty), tty[-500:]
+
+
+# --------------------------------------------------------------------------------------------
+# The CPU ceiling (issue 39, item 2): fitted only below saturation, kept unless a measurement
+# overturns it.  SYNTHETIC CPU numbers on a proxy with one CPU: 1.0 ms per call at light load,
+# falling to 0.55 ms per call once the CPU is full (batching), as the issue's TCP lab measured.
+# --------------------------------------------------------------------------------------------
+
+def _ri(run, cps, share, **kw):
+    from sipperf.fit import RunInput
+
+    return RunInput(run=run, lam_pps=6 * cps, lam_cps=cps, q_kind="sojourn", q_mean_us=100.0,
+                    cpu_share=share, threads=4, cores=1, **kw)
+
+
+def test_the_cpu_line_rests_on_runs_below_full_cpus():
+    from sipperf.fit import CPU_FULL, _cpu_fits
+
+    runs = [_ri("r200", 200, 0.02 + 0.001 * 200), _ri("r400", 400, 0.02 + 0.001 * 400),
+            _ri("r600", 600, 0.02 + 0.001 * 600), _ri("r1300", 1300, 0.97), _ri("r1750", 1750, 0.99),
+            _ri("r900-tcp", 900, 0.5, pushed_back=True)]
+    law = _cpu_fits(runs, [], cores=1)[0]
+    assert law["cpus"] == 1 and sorted(law["runs"]) == ["r200", "r400", "r600"]
+    assert set(law["left_out"]) == {"r1300", "r1750", "r900-tcp"}
+    # the planted line: D = 1 ms per call, U0 = 0.02, so full at (1 - 0.02)/0.001 = 980 calls/s
+    assert law["demand_s"] == pytest.approx(0.001) and law["capacity_cps"] == pytest.approx(980)
+    assert [f["run"] for f in law["full"]] == ["r1300", "r1750"] and law["full_from_cps"] == 1300
+    assert all(f["cpu_share"] >= CPU_FULL for f in law["full"])
+
+
+@pytest.mark.parametrize("heavy_share, overturned", [(0.96, False), (0.60, True)])
+def test_the_cpu_ceiling_is_kept_unless_a_measurement_overturns_it(heavy_share, overturned):
+    """Runs carried 1,750 calls/s under 1 % loss, above the line's 980.  With the CPU measured full
+    there, the line stands as a lower bound and the ceiling is where the CPUs were full; with the
+    CPU measured at 60 % there, the measurement overturns the line (work not charged to it)."""
+    from types import SimpleNamespace
+
+    from sipperf.fit import _cpu_fits
+    from sipperf.report.verdict import _cpu_ceiling_against_knee
+
+    runs = [_ri("r200", 200, 0.22), _ri("r400", 400, 0.42), _ri("r600", 600, 0.62),
+            _ri("r1750", 1750, heavy_share)]
+    fit = SimpleNamespace(cpu=_cpu_fits(runs, [], cores=1))
+    measures = [SimpleNamespace(label=r.run, lam_cps=r.lam_cps, cpu_share=r.cpu_share) for r in runs]
+    head, numbers = [], {}
+    _cpu_ceiling_against_knee(fit, 4, measures, 1700.0, 980.0, "failed calls", head, numbers)
+    text = " ".join(head)
+    assert numbers["cpu_capacity_contradicted"] is overturned
+    assert ("not charged to its processes" in text) is overturned
+    if not overturned:
+        assert numbers["cpu_full_from_cps"] == 1750 and "lower bound on the capacity" in text
+        assert "fell with the load" in text   # 1.1 ms per call at 200 calls/s, 0.55 ms at 1,750

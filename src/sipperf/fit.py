@@ -64,6 +64,9 @@ TARGET_PDR = 0.01
 DEFAULT_K = 200
 #: runs whose measured PDR is above this are overloaded for the M/G/1 fit (P-K needs ρ < 1)
 MG1_MAX_PDR = 1e-3
+#: a run whose proxy used this share of the CPUs it may run on (or more) had its CPUs full: it is
+#: past the utilisation law's linear range and never one of the CPU line's light-load points
+CPU_FULL = 0.9
 #: runs whose own utilisation is at least this are left out of the α fit: a finite run near
 #: saturation has no stationary mean wait
 MG1_MAX_RHO = 0.95
@@ -117,6 +120,8 @@ class RunInput:
     cpus: int | None = None
     #: the run's own sign of overload: its sojourn grew through the run (None: not known)
     queue_growing: bool | None = None
+    #: over TCP, the proxy advertised a zero window (its receive buffer full): overloaded
+    pushed_back: bool = False
 
     @property
     def c(self) -> int:
@@ -1300,17 +1305,26 @@ def _cpu_fits(runs: list[RunInput], cpu_points: Sequence[dict], cores: int | Non
     default_c = next(iter(cs)) if len(cs) == 1 else 1
     out = []
     for c in sorted(cs | {int(x.get("threads") or default_c) for x in cpu_points}):
-        pts = [(r.lam_cps, r.cpu_share, r.run) for r in runs
-               if r.c == c and r.cpu_share is not None and math.isfinite(r.cpu_share) and math.isfinite(r.lam_cps)
-               and not (math.isfinite(r.pdr) and r.pdr > MG1_MAX_PDR) and not r.queue_growing]
-        left_out = [r.run for r in runs if r.c == c and r.cpu_share is not None and (
-            (math.isfinite(r.pdr) and r.pdr > MG1_MAX_PDR) or r.queue_growing)]
-        pts += [(float(x["rate_cps"]), float(x["cpu_share"]), str(x.get("run") or "--cpu file")) for x in cpu_points
-                if int(x.get("threads") or default_c) == c]
-        if not pts:
-            continue
         ncpu = min(c, m) if m else c
+        acct = [r for r in runs if r.c == c and r.cpu_share is not None and math.isfinite(r.cpu_share)
+                and math.isfinite(r.lam_cps)]
+
+        def past(r) -> bool:  # the run's own data, or its CPUs, say it was past the linear range
+            return bool((math.isfinite(r.pdr) and r.pdr > MG1_MAX_PDR) or r.queue_growing or r.pushed_back
+                        or r.cpu_share >= CPU_FULL * ncpu)
+
+        pts = [(r.lam_cps, r.cpu_share, r.run) for r in acct if not past(r)]
+        left_out = [r.run for r in acct if past(r)]
+        full = sorted((r.lam_cps, r.cpu_share, r.run) for r in acct if r.cpu_share >= CPU_FULL * ncpu)
+        pts += [(float(x["rate_cps"]), float(x["cpu_share"]), str(x.get("run") or "--cpu file")) for x in cpu_points
+                if int(x.get("threads") or default_c) == c and float(x["cpu_share"]) < CPU_FULL * ncpu]
+        if not pts and not full:
+            continue
         law = cpu_law([p[0] for p in pts], [p[1] for p in pts], ncpu)
+        # the CPUs measured full: the lowest rate at which they were, and the CPU per call there
+        law["full"] = [{"run": lab, "rate_cps": x, "cpu_share": y, "cpu_per_call_ms": 1e3 * y / x if x > 0 else float("nan")}
+                       for x, y, lab in full]
+        law["full_from_cps"] = full[0][0] if full else float("nan")
         law.update({"threads": c, "runs": [p[2] for p in pts], "left_out": left_out,
                     "points": [{"run": p[2], "rate_cps": p[0], "cpu_share": p[1]} for p in pts],
                     "cpus_how": (f"{ncpu:g} CPU{'s' if ncpu != 1 else ''} ({c} worker{'s' if c > 1 else ''}"

@@ -141,6 +141,9 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
             shutil.rmtree(out / "runs" / safe, ignore_errors=True)
             continue
         meta = run_meta(g.paths)
+        sig = ((res.report.details or {}).get("transports") or {}).get("tcp_signals")
+        if sig:
+            meta["tcp_signals"] = sig
         for k, v in (("threads", threads), ("cores", cores), ("processors", processors), ("k_pkts", buffer_pkts)):
             if v is not None:
                 meta[k] = v

@@ -80,6 +80,9 @@ def runs_table(rep: Report) -> pd.DataFrame:
                       "srd_p50_ms": m.setup.get("srd_p50_ms"), "srd_p99_ms": m.setup.get("srd_p99_ms"),
                       "setup_deadline_s": m.setup.get("deadline_s"), "cpus": m.cpus})
             d.update({f"kernel_{k}": v for k, v in m.kernel.items()})
+            tcp = getattr(m, "tcp", None) or {}
+            d.update({f"tcp_{k}": tcp.get(k, 0 if tcp else None) for k in
+                      ("zero_window_proxy", "zero_window_peers", "resets_proxy", "resets_peers", "retransmissions")})
         p = per.get(r.label)
         if p:
             for k in ("rho", "rho_run", "ex_us", "scv", "alpha_run", "alpha_fit", "w_meas_us", "w_pred_us", "w_err_pct",

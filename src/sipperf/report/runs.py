@@ -322,11 +322,51 @@ class RunMeasure:
     #: how the calls ended (:func:`sipperf.calls.setup_outcomes`), over the whole run
     setup: dict[str, Any] = field(default_factory=dict)
 
+    #: TCP's own overload signals in the capture (:func:`tcp_signals`): zero windows and resets
+    #: the proxy sent and its peers sent, retransmitted segments ({} when none or not TCP)
+    tcp: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pushed_back(self) -> bool:
+        """Did the proxy advertise a zero window (its receive buffer full: it fell behind)?"""
+        return bool(self.tcp.get("zero_window_proxy"))
+
     @property
     def failed_fraction(self) -> float:
         """The share of decided call attempts that failed or missed the setup deadline."""
         n = self.setup.get("attempts") or 0
         return self.setup.get("failed", 0) / n if n else float("nan")
+
+
+def tcp_signals(sig: dict[str, Any] | None, tl: pd.DataFrame, proxy_id: str) -> dict[str, Any]:
+    """The capture's TCP overload signals (``details["transports"]["tcp_signals"]`` of the
+    ingest) split by who sent them: the proxy (its listening endpoint ``proxy_id``, and any
+    other port on its host that is not one of its peers -- the connections it opens to the next
+    hop) or its peers (every endpoint the timeline's messages came from or went to).  A zero
+    window the proxy sends says its receive buffer is full: it reads slower than its callers
+    write, TCP's form of the drops a UDP socket counts.  {} when the capture has none."""
+    if not sig:
+        return {}
+    peers = set()
+    for c in ("src", "dst"):
+        if c in tl.columns:
+            peers |= set(tl[c].dropna().astype(str).unique())
+    peers.discard(proxy_id)
+    host = proxy_id.rsplit(":", 1)[0].split(" ")[0] if proxy_id else ""
+    out = {"zero_window_proxy": 0, "zero_window_peers": 0, "resets_proxy": 0, "resets_peers": 0,
+           "retransmissions": int(sig.get("retransmissions", 0)), "proxy_first_s": float("nan"),
+           "proxy_last_s": float("nan"), "senders_not_listed": int(sig.get("not_listed", 0))}
+    for e in sig.get("senders", []):
+        ep = str(e["endpoint"])
+        mine = ep == proxy_id or (ep not in peers and bool(host) and ep.rsplit(":", 1)[0] == host)
+        who = "proxy" if mine else "peers"
+        out[f"zero_window_{who}"] += int(e["zero_window"])
+        out[f"resets_{who}"] += int(e["resets"])
+        if mine and e["zero_window"]:
+            f, la = float(e["first_s"]), float(e["last_s"])
+            out["proxy_first_s"] = f if not math.isfinite(out["proxy_first_s"]) else min(out["proxy_first_s"], f)
+            out["proxy_last_s"] = la if not math.isfinite(out["proxy_last_s"]) else max(out["proxy_last_s"], la)
+    return out
 
 
 def _arr(tl: pd.DataFrame, c: str) -> np.ndarray:
@@ -632,7 +672,28 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
     if transport in STREAM_TRANSPORTS and ":" in proxy_id:
         # over a stream the proxy reaches the next hop from ports of its own: its host names it
         proxy_id = f"{proxy_id.rsplit(':', 1)[0]} ({transport})"
+    listen = (str(tl["proxy"].dropna().mode().iloc[0]) if "proxy" in tl.columns and tl["proxy"].notna().any()
+              else "")
+    tcp = tcp_signals(meta.get("tcp_signals"), tl, listen)
+    fi.pushed_back = bool(tcp.get("zero_window_proxy"))
+    if tcp.get("zero_window_proxy"):
+        warnings.append(f"the proxy advertised a zero TCP window {tcp['zero_window_proxy']:,} times (from "
+                        f"{tcp['proxy_first_s']:.1f} to {tcp['proxy_last_s']:.1f} s into the capture): its receive "
+                        "buffer was full and it told its callers to stop sending. Over TCP this is where overload "
+                        "shows instead of drops: the backlog waits in the callers' send buffers, where the capture "
+                        "cannot time it, so the sojourns here understate the delay the callers saw")
+    if tcp.get("zero_window_peers"):
+        warnings.append(f"the proxy's peers advertised a zero TCP window {tcp['zero_window_peers']:,} times: a "
+                        "caller or the next hop could not read as fast as the proxy wrote")
+    if tcp.get("resets_proxy") or tcp.get("resets_peers"):
+        warnings.append(f"{tcp.get('resets_proxy', 0) + tcp.get('resets_peers', 0):,} TCP resets "
+                        f"({tcp.get('resets_proxy', 0):,} sent by the proxy): connections were torn down, "
+                        "and what was in flight on them was lost")
+    if tcp.get("retransmissions") and transport in STREAM_TRANSPORTS:
+        warnings.append(f"{tcp['retransmissions']:,} TCP segments were retransmitted (skipped in the "
+                        "reading: their bytes were read once): segments were lost or acknowledged late")
     return RunMeasure(label=label, n_messages=len(tl), vantage=vantage, has_sojourn=has_soj, proxy_id=proxy_id,
+                      tcp=tcp,
                       tracepoints=tracepoints, duration_s=duration, warmup_n=int(warm_n),
                       warmup_s=float((t_start - t0) / 1e9) if np.isfinite(t_start) and np.isfinite(t0) else 0.0,
                       warmup_capped=bool(capped), steady_n=int(q.size), window_s=window_s, lam_pps=lam_pps,

@@ -84,6 +84,11 @@ def _overload_evidence(m) -> list[str]:
         ev.append(f"{m.dropped:,} messages dropped")
     if m.retransmissions:
         ev.append(f"{m.retransmissions:,} retransmissions")
+    tcp = getattr(m, "tcp", None) or {}
+    if tcp.get("zero_window_proxy"):
+        ev.append(f"the proxy advertised a zero TCP window {tcp['zero_window_proxy']:,} times")
+    if tcp.get("retransmissions") and getattr(m, "transport", "") in ("tcp", "tls", "ws", "wss"):
+        ev.append(f"{tcp['retransmissions']:,} TCP segments retransmitted")
     return ev
 
 
@@ -172,7 +177,8 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
                   "worker is about 1/N of the one shown).")
         (head if not weak else cannot).append(note)
     # the reference rate: the highest whose own data show no overload (under 1 % lost, no growing queue)
-    below = [m for m in rated if not (math.isfinite(m.pdr) and m.pdr >= 0.01) and not m.queue_growing]
+    below = [m for m in rated if not (math.isfinite(m.pdr) and m.pdr >= 0.01) and not m.queue_growing
+             and not getattr(m, "pushed_back", False)]
     top = max(below or rated, key=lambda m: m.lam_cps) if rated else None
     if top is not None:
         d = pr.get(top.label, {})
@@ -249,9 +255,11 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
             + ". Either the load generator could not send faster (check its own CPU and statistics) or the proxy "
               "pushed back (over TCP, a full receive window): such a run is labelled by the rate that reached "
               "the proxy, and its failures as the generator counts them are not the proxy's alone.")
-    sat = [m.label for m in proxy_runs if m.queue_growing or (math.isfinite(m.pdr) and m.pdr >= 0.01)]
+    sat = [m.label for m in proxy_runs if m.queue_growing or (math.isfinite(m.pdr) and m.pdr >= 0.01)
+           or getattr(m, "pushed_back", False)]
     if sat:
-        head.append(f"Runs whose own data show overload (a growing queue, or 1 % {loss} or more): {', '.join(sat)}; "
+        head.append(f"Runs whose own data show overload (a growing queue, 1 % {loss} or more, or a zero TCP window "
+                    f"from the proxy): {', '.join(sat)}; "
                     "their waits grow for as long as the load lasts, and their means depend on the run's length.")
     numbers["saturated_runs"] = sat
     _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers)
@@ -268,11 +276,7 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
         top_cap = cci[1] if _finite(cci[1]) else cap
         if (numbers.get("cpu_capacity_bounds_knee") and _finite(top_cap) and _finite(k_lo)
                 and kk.get("measured_censored") in ("", "above") and k_lo > top_cap):
-            head.append(f"The runs carried more than {_f(k_lo)} calls/s below 1 % drops, above the {_f(top_cap)} "
-                        "calls/s at which the CPU accounting says the proxy's CPUs would be full: part of the "
-                        "proxy's work is not charged to its processes (on loopback, the kernel's receive path "
-                        "runs in the sender's system call), so here the CPU capacity is no ceiling.")
-            numbers["cpu_capacity_contradicted"] = True
+            _cpu_ceiling_against_knee(fit, c_top, proxy_runs, k_lo, top_cap, loss, head, numbers)
 
     # ---- 5. the wait model -----------------------------------------------------------------------------
     mg1_rows = [d for d in fit.per_run if d.get("threads", 1) == 1 and math.isfinite(d.get("w_err_pct", float("nan")))
@@ -326,6 +330,48 @@ def _cpu_hint() -> str:
             "--cpu FILE, a CSV of rate_cps (or run), cpu_s and window_s")
 
 
+def _cpu_ceiling_against_knee(fit, c_top, proxy_runs, k_lo, top_cap, loss, head, numbers) -> None:
+    """The runs carried more than the CPU line's capacity below 1 % loss.  Only a measurement
+    overturns the line: a run above that rate whose proxy left its CPUs short of full (then part
+    of its work is not charged to its processes).  Where the CPUs were measured full instead, the
+    line stands as a lower bound and the ceiling is the rate at which they were full."""
+    from sipperf.fit import CPU_FULL
+
+    cpu = next((x for x in getattr(fit, "cpu", []) if x["threads"] == c_top), None) or fit.cpu[0]
+    ncpu = float(cpu["cpus"])
+    above = [m for m in proxy_runs if _finite(m.cpu_share) and _finite(m.lam_cps) and m.lam_cps > top_cap]
+    spare = [m for m in above if m.cpu_share < CPU_FULL * ncpu]
+    full = cpu.get("full") or []
+    if spare:
+        m = max(spare, key=lambda m: m.lam_cps)
+        head.append(f"The runs carried more than {_f(k_lo)} calls/s below 1 % {loss}, above the {_f(top_cap)} "
+                    "calls/s at which the CPU accounting says the proxy's CPUs would be full, and at "
+                    f"{_f(m.lam_cps)} calls/s (run {m.label}) its processes used {_f(m.cpu_share, 2)} of the "
+                    f"{_f(ncpu)} CPU{'s' if ncpu != 1 else ''} they may run on: part of the proxy's work is not "
+                    "charged to its processes (on loopback, the kernel's receive path runs in the sender's system "
+                    "call), so here the CPU capacity is no ceiling.")
+        numbers["cpu_capacity_contradicted"] = True
+        return
+    numbers["cpu_capacity_contradicted"] = False
+    if full:
+        lo, hi = min(full, key=lambda x: x["rate_cps"]), max(full, key=lambda x: x["rate_cps"])
+        light = [m for m in proxy_runs if m.label in cpu.get("runs", []) and _finite(m.cpu_share) and m.lam_cps > 0]
+        l0 = min(light, key=lambda m: m.lam_cps) if light else None
+        fell = (f" The CPU per call fell with the load, from {1e3 * l0.cpu_share / l0.lam_cps:.3g} ms at "
+                f"{_f(l0.lam_cps)} calls/s to {hi['cpu_per_call_ms']:.3g} ms at {_f(hi['rate_cps'])}: the light-load "
+                "line overstates the demand at high load." if l0 is not None
+                and 1e3 * l0.cpu_share / l0.lam_cps > hi["cpu_per_call_ms"] else "")
+        head.append(f"The runs carried more than {_f(k_lo)} calls/s below 1 % {loss}, above the {_f(top_cap)} calls/s "
+                    "the light-load CPU line gives, and the CPUs were measured full (at least "
+                    f"{_f(100 * CPU_FULL)} % of {_f(ncpu)}) from {_f(lo['rate_cps'])} calls/s (run {lo['run']}): the "
+                    "line is a lower bound on the capacity, and the ceiling is where the CPUs were full." + fell)
+        numbers["cpu_full_from_cps"] = lo["rate_cps"]
+    else:
+        head.append(f"The runs carried more than {_f(k_lo)} calls/s below 1 % {loss}, above the {_f(top_cap)} calls/s "
+                    "the light-load CPU line gives; no run above that rate has CPU accounting, so nothing measured "
+                    "says whether its CPUs were full: the line stands as a lower bound on the capacity.")
+
+
 def _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers) -> None:
     """The utilisation law on CPU accounting (capacity, service demand) and how much of the busy time
     the traced path accounts for."""
@@ -338,6 +384,13 @@ def _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers) -> None:
     numbers.update({"cpu_demand_ms": 1e3 * d_s, "cpu_demand_ci95_ms": [1e3 * x for x in ci],
                     "cpu_capacity_cps": cap, "cpu_capacity_ci95_cps": cci, "cpu_cpus": cpu["cpus"],
                     "cpu_runs": cpu["runs"]})
+    if cpu["n"] == 0:
+        lo = min(cpu.get("full") or [{"rate_cps": float("nan"), "run": "?"}], key=lambda x: x["rate_cps"])
+        cannot.append(f"Every run with CPU accounting had its CPUs full (from {_f(lo['rate_cps'])} calls/s, run "
+                      f"{lo['run']}): no light-load point is left to read the CPU per call from. Add runs well "
+                      "below that rate.")
+        numbers["cpu_full_from_cps"] = lo["rate_cps"]
+        return
     if not (_finite(d_s) and d_s > 0):
         cannot.append("The proxy's CPU accounting does not rise with the call rate over the light-load runs: no "
                       "service demand can be read from it.")

@@ -748,8 +748,52 @@ def transports_account(path, state: _State, report: IngestReport) -> None:
                             f"reassembly window, {int(xs[ps.X_GAP_HOLD])} after waiting "
                             f"{ps.OOO_HOLD_NS // 10**9} s, "
                             f"{gaps['capture_end']} at the end of the capture")
+    sig = tcp_signals(state)
+    if sig:
+        out["tcp_signals"] = sig
+        report.notes.append(
+            f"{path}: TCP's own overload signals: {sig['zero_window']} zero-window advertisements (a "
+            f"receiver's buffer was full and it told its sender to stop), {sig['resets']} resets, "
+            f"{sig['retransmissions']} retransmitted segments" + "".join(
+                f"; {e['endpoint']} advertised a zero window {e['zero_window']} times "
+                f"({e['first_s']:.3f}-{e['last_s']:.3f} s into the capture)"
+                for e in sig["senders"][:4] if e["zero_window"]))
     if out:
         report.details.setdefault("transports", {}).update(out)
+
+
+def tcp_signals(state: _State) -> dict:
+    """TCP's overload signals of the capture: zero-window advertisements (window 0 on a segment
+    without SYN, FIN or RST: tshark's ``tcp.analysis.zero_window``) and resets, per sender
+    (``"ip:port"``, first and last zero window in seconds from the capture's first packet), and
+    the retransmitted segments (skipped as "TCP retransmission"); {} when the capture has none."""
+    xs, cnt = state.st, state.cnt
+    names = state.addr_names()
+    senders = []
+    for k in range(int(xs[ps.XZ])):
+        b = ps.XZ + 1 + k * ps.NZWC
+        sid, port = int(xs[b + ps.ZW_ID]), int(xs[b + ps.ZW_PORT])
+        host = names[sid] if 0 <= sid < len(names) else "?"
+        ep = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        senders.append({"endpoint": ep, "zero_window": int(xs[b + ps.ZW_N]), "resets": int(xs[b + ps.ZW_RST]),
+                        "t_first_ns": int(xs[b + ps.ZW_T0]), "t_last_ns": int(xs[b + ps.ZW_T1])})
+    retrans = int(cnt[ps.R_TCP_RETRANS])
+    if not senders and not retrans and not xs[ps.XZ_OVER]:
+        return {}
+    first = _first_stamp(state)
+    for e in senders:
+        e["first_s"] = (e.pop("t_first_ns") - first) / 1e9 if e["zero_window"] else float("nan")
+        e["last_s"] = (e.pop("t_last_ns") - first) / 1e9 if e["zero_window"] else float("nan")
+    senders.sort(key=lambda e: (-e["zero_window"], -e["resets"]))
+    return {"zero_window": sum(e["zero_window"] for e in senders), "resets": sum(e["resets"] for e in senders),
+            "retransmissions": retrans, "senders": senders, "not_listed": int(xs[ps.XZ_OVER])}
+
+
+def _first_stamp(state: _State) -> int:
+    """The first packet stamp (ns) over the interfaces that carried packets (0 when none)."""
+    ifs = state.ifs
+    used = ifs[:, ps.IF_NPKT] > 0
+    return int(ifs[used, ps.IF_T0].min()) if used.any() else 0
 
 
 def copies_account(path, state: _State, report: IngestReport) -> None:

@@ -126,8 +126,8 @@ OS_FLOW, OS_N, OS_FILL, OS_T0, OS_USED = 0, 1, 2, 3, 4
 
 # a TCP segment the packet walk hands back to the record walk (seg, :func:`.packet._packet`)
 (SEG_PS, SEG_PE, SEG_SEQ, SEG_FLAGS, SEG_W, SEG_SPORT, SEG_DPORT, SEG_SRC_HI, SEG_SRC_LO,
- SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_DGRAM) = range(13)
-NSEG = 13
+ SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_DGRAM, SEG_WIN) = range(14)
+NSEG = 14
 P_SEQ, P_LEN, P_OFF, P_W, P_FRAME, P_TS = range(6)
 
 # more state at the end of st (not an array of its own: every array argument of the per-packet
@@ -153,7 +153,16 @@ DEDUP_CHECK, DEDUP_REMEMBER = 1, 2
 DUP_SLOTS = 1 << 16
 DUP_PROBES = 8
 XDT = XD0 + 16
-NST = XDT + 3 * DUP_SLOTS
+# TCP's own overload signals (issue 39): per sender (address id, port), the zero-window
+# advertisements (window 0 on a segment without SYN, FIN or RST, as tshark's
+# tcp.analysis.zero_window) and the resets it sent, with the first and last zero window's time;
+# st[XZ] = rows used, then NZW rows of ZW_* columns, then the segments of senders beyond NZW
+XZ = XDT + 3 * DUP_SLOTS
+NZW = 64
+ZW_ID, ZW_PORT, ZW_N, ZW_RST, ZW_T0, ZW_T1 = range(6)
+NZWC = 6
+XZ_OVER = XZ + 1 + NZW * NZWC
+NST = XZ_OVER + 1
 #: the default duplicate window: a tenth of RFC 3261's T1 (500 ms), the shortest interval at which
 #: a sender retransmits with the default timers, and far longer than the microseconds between
 #: two copies of one packet on a mirror port

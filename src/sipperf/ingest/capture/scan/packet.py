@@ -36,8 +36,10 @@ from .ipfrag import _frag
 from .layout import (C_PARSED, DEDUP_CHECK, DEDUP_REMEMBER, I_SIZE, R_DTLS, R_ESP, R_LINK,
                      R_NESTED_FRAG, R_NOT_IP, R_NOT_L4, R_SCTP, R_SHORT, R_SIGCOMP, R_SNAPPED,
                      R_UDP_NOT_SIP, SEG_DGRAM, SEG_DPORT, SEG_DST_HI, SEG_DST_LO, SEG_FAM, SEG_FLAGS,
-                     SEG_PE, SEG_PS, SEG_SEQ, SEG_SPORT, SEG_SRC_HI, SEG_SRC_LO, SEG_W, ST_BADLINK,
-                     ST_NR, X_DEDUP, X_GENEVE, X_IPID, X_UDP_EXTRA, X_UDP_EXTRA_BAD, X_UDP_MULTI, XB)
+                     SEG_PE, SEG_PS, SEG_SEQ, SEG_SPORT, SEG_SRC_HI, SEG_SRC_LO, SEG_W, SEG_WIN,
+                     ST_BADLINK, ST_NR, X_DEDUP, X_GENEVE, X_IPID, X_UDP_EXTRA, X_UDP_EXTRA_BAD,
+                     X_UDP_MULTI, XB, XZ, XZ_OVER, NZW, NZWC, ZW_ID, ZW_N, ZW_PORT, ZW_RST, ZW_T0,
+                     ZW_T1)
 from .messages import _emit_span, _line_start_sip
 from .primitives import _be16, _be32, _be64, _u32
 from .sip import _emit_udp
@@ -403,6 +405,7 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
             seg[SEG_DST_LO] = dst_lo
             seg[SEG_FAM] = fam
             seg[SEG_DGRAM] = 1 if reassembled else 0
+            seg[SEG_WIN] = _be16(a, ps + 14)
             return TCP_SEGMENT
         if proto == 132:  # SCTP
             cnt[R_SCTP] += w
@@ -416,6 +419,37 @@ def _packet(a, p0, n0, link, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak
         return DONE_PACKET
     cnt[R_SHORT] += w
     return DONE_PACKET
+
+
+@njit(cache=True)
+def _tcp_signal(st, sid, sport, reset, ts, w):
+    """Count a reset, or a zero-window advertisement (window 0, no SYN/FIN/RST), against its
+    sender (address id ``sid``, port ``sport``) in the table at ``st[XZ]``: the receiver whose
+    buffer is full tells the other side to stop -- TCP's own sign of a peer that cannot keep up."""
+    n = st[XZ]
+    k = -1
+    for i in range(n):
+        b = XZ + 1 + i * NZWC
+        if st[b + ZW_ID] == sid and st[b + ZW_PORT] == sport:
+            k = i
+            break
+    if k < 0:
+        if n >= NZW:
+            st[XZ_OVER] += w
+            return
+        k = n
+        st[XZ] = n + 1
+        b = XZ + 1 + k * NZWC
+        st[b + ZW_ID] = sid
+        st[b + ZW_PORT] = sport
+    b = XZ + 1 + k * NZWC
+    if reset:
+        st[b + ZW_RST] += w
+        return
+    if st[b + ZW_N] == 0:
+        st[b + ZW_T0] = ts
+    st[b + ZW_N] += w
+    st[b + ZW_T1] = ts
 
 
 @njit(cache=True)
@@ -433,6 +467,9 @@ def _segment(a, seg, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, al
     f = _flow_id(tk, tv, fs, st, src_hi ^ (fam << 60), src_lo, dst_hi, dst_lo, (sport << 16) | dport)
     sid = _addr_id(ak, av, alist, st, src_hi, src_lo, fam)
     did = _addr_id(ak, av, alist, st, dst_hi, dst_lo, fam)
+    flags = seg[SEG_FLAGS]
+    if (flags & 4) != 0 or (seg[SEG_WIN] == 0 and (flags & 7) == 0):
+        _tcp_signal(st, sid, sport, (flags & 4) != 0, ts, seg[SEG_W])
     _tcp(fs, f, arena, a, seg[SEG_PS], seg[SEG_PE], seg[SEG_SEQ], seg[SEG_FLAGS], seg[SEG_W], sid,
          did, sport, dport, frame, ts, st, cnt, I, O, V, D, dl, scr, hs, he, ak, av, alist, op, ob)
 
