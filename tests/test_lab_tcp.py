@@ -73,6 +73,8 @@ def test_tcp_runs_rest_on_failed_calls(tcp_lab):
     model = num.get("knee_model_cps")
     assert model is None or not math.isfinite(model)       # no M/M/c/K knee over TCP (NaN is null in JSON)
     assert all("M/M/" not in s or "refuted" in s for s in tcp_lab["rep"]["verdict"]["headline"])
+    # nor C₁,₁ and the capacity rule, which rest on UDP drop knees (ch. 8)
+    assert num.get("c11_not_applicable") and not any("C₁,₁" in s for s in tcp_lab["rep"]["verdict"]["headline"])
 
 
 def test_calls_counted_as_sipp_started_them_and_failures_a_lower_bound(tcp_lab):

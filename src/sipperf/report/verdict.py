@@ -306,7 +306,7 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
                       "besides the lightest one (each run's α is fitted to that run, so one run proves nothing).")
 
     # ---- 6. the capacity rule ------------------------------------------------------------------------
-    _rule_sentences(fit, weak, head, cannot, numbers)
+    _rule_sentences(fit, weak, head, cannot, numbers, loss)
     if "beta" not in fit.constants:
         cannot.append(next((n for n in fit.notes if n.startswith("β is not fitted")), "β is not fitted."))
     if not fit.constants.get("alpha", {}).get("identified"):
@@ -550,9 +550,18 @@ def _knee_sentences(kk, ref, weak, head, cannot, numbers, models, proxy_runs, lo
                         "knee is above the highest rate run); how much more, no run shows.")
 
 
-def _rule_sentences(fit, weak, head, cannot, numbers) -> None:
+def _rule_sentences(fit, weak, head, cannot, numbers, loss: str = "drops") -> None:
     """C_{1,1} and the capacity rule for cores not measured: a model prediction, with the rule's own
-    measured error on the lab."""
+    measured error on the lab.  Not over a stream transport: the rule (thesis eq. 7.1) was fitted
+    to the 1 %-drop knees of a UDP proxy, and a knee of failed calls over TCP is another quantity."""
+    if loss != "drops":
+        numbers["c11_cps"] = float("nan")
+        numbers["c11_not_applicable"] = True
+        cannot.append("C₁,₁ and the capacity rule C_p,m = T_p,m·C₁,₁ (thesis eq. 7.1) are not stated: the thesis "
+                      "fitted them to the 1 %-drop knees of a UDP proxy bound by its CPU, and these runs' knee is "
+                      f"one of {loss} over a stream transport, which the rule does not cover. Size a TCP or TLS "
+                      "proxy from its own measured knee, per worker count and CPU.")
+        return
     cc = fit.constants.get("c11_cps")
     if not cc:
         if not weak:
