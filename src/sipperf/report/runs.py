@@ -352,7 +352,7 @@ def tcp_signals(sig: dict[str, Any] | None, tl: pd.DataFrame, proxy_id: str) -> 
         if c in tl.columns:
             peers |= set(tl[c].dropna().astype(str).unique())
     peers.discard(proxy_id)
-    host = proxy_id.rsplit(":", 1)[0].split(" ")[0] if proxy_id else ""
+    host = proxy_id.rsplit(":", 1)[0] if proxy_id else ""
     out = {"zero_window_proxy": 0, "zero_window_peers": 0, "resets_proxy": 0, "resets_peers": 0,
            "retransmissions": int(sig.get("retransmissions", 0)), "proxy_first_s": float("nan"),
            "proxy_last_s": float("nan"), "senders_not_listed": int(sig.get("not_listed", 0))}
@@ -664,16 +664,14 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
         if tracepoints:
             series["k_sockq_us"] = ((tq - ts)[order] / 1e3)[::step]
     comp = components_table(tl[in_win].reset_index(drop=True) if has_soj else tl) if len(tl) else None
-    proxy_id = ""
+    proxy_id = listen = ""   # listen: the proxy's own endpoint (ip:port) in the capture
     if "proxy" in tl.columns and tl["proxy"].notna().any():
-        proxy_id = str(tl["proxy"].dropna().mode().iloc[0])
+        proxy_id = listen = str(tl["proxy"].dropna().mode().iloc[0])
     elif meta.get("source"):
         proxy_id = f"{meta['source']} run"
     if transport in STREAM_TRANSPORTS and ":" in proxy_id:
         # over a stream the proxy reaches the next hop from ports of its own: its host names it
         proxy_id = f"{proxy_id.rsplit(':', 1)[0]} ({transport})"
-    listen = (str(tl["proxy"].dropna().mode().iloc[0]) if "proxy" in tl.columns and tl["proxy"].notna().any()
-              else "")
     tcp = tcp_signals(meta.get("tcp_signals"), tl, listen)
     fi.pushed_back = bool(tcp.get("zero_window_proxy"))
     if tcp.get("zero_window_proxy"):
