@@ -22,9 +22,9 @@ from sipperf.ingest.capture.read import read_capture
 from sipperf.timeline import IngestError
 
 FIX = Path(__file__).parent / "fixtures"
-TLS = "TLS on port 5061: encrypted SIP cannot be read — capture before TLS or use the proxy's key log"
-WSS = ("WebSocket over TLS (wss://) on port 8443: encrypted SIP cannot be read — capture before TLS or "
-       "use the gateway's key log")
+TLS = "TLS on port 5061: encrypted SIP cannot be read — give its TLS key log (SSLKEYLOGFILE) as an input beside the capture, or capture before TLS"
+WSS = ("WebSocket over TLS (wss://) on port 8443: encrypted SIP cannot be read — give its TLS key log "
+       "(SSLKEYLOGFILE) as an input beside the capture, or capture before TLS")
 NAMES = {"tls": TLS, "wss": WSS, "sctp": ps.REASONS[ps.R_SCTP], "esp": ps.REASONS[ps.R_ESP],
          "sigcomp": ps.REASONS[ps.R_SIGCOMP]}
 

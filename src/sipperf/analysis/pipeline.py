@@ -115,6 +115,9 @@ def _stream(paths, stream, *, proxy, strict, offered, workers, scheduler, progre
     distributed = kind == "pcap-set" and (scheduler is not None or (workers or 0) > 0)
     if not (stream or size >= S.STREAM_MIN_BYTES or distributed):
         return None
+    from sipperf.ingest.capture.tls import has_dsb
+    if any(has_dsb(f) for f in files):
+        return None  # TLS secrets inside the capture: decrypted in memory (sipperf.ingest.capture.tls)
     if kind == "pcap":
         label, run_id = display_path(files[0]), capture_stem(files[0])
     else:

@@ -13,6 +13,9 @@ directory with meta.json source "sim"  its ``timeline.parquet`` / ``timeline.csv
 thesis-format OpenSIPS syslog          :func:`sipperf.ingest.thesis_logs.read.read_thesis_log`
 tidy CSV (header with call_id, kind)   :func:`sipperf.ingest.tidy.read_tidy`
 or Parquet (PAR1 magic)
+TLS key log (SSLKEYLOGFILE lines)      not a source: its secrets decrypt the SIP over TLS
+                                       of every capture given with it
+                                       (:mod:`sipperf.ingest.capture.tls`)
 =====================================  ==================================================
 
 Other directories are walked (sorted, recursively; hidden files ignored).  A file of unknown
@@ -79,6 +82,9 @@ def sniff(path: str | os.PathLike) -> str:
         return "thesis_log"
     if len(head) >= SNIFF_BYTES and thesis_log.sniff_file(p):
         return "thesis_log"
+    from sipperf.ingest.capture.tls import sniff_keylog
+    if sniff_keylog(head):
+        return "tls_keylog"
     return "unknown"
 
 
@@ -148,7 +154,10 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
         paths = [paths]
     paths = list(paths)
     unique, repeated = unique_inputs(expand(paths))
-    items = capture_sets(unique)
+    keylogs = [q for q, k in unique if k == "tls_keylog"]
+    items = capture_sets([(q, k) for q, k in unique if k != "tls_keylog"])
+    if keylogs:
+        kw["tls_keys"] = keylogs
     if not items:
         raise IngestError(";".join(display_path(p) for p in paths), "path", "no input files")
     frames, reports = [], []
@@ -161,6 +170,11 @@ def load(paths, *, strict: bool = False, proxy=None, **kw) -> tuple[pd.DataFrame
     report = IngestReport.combine(reports)
     if len(reports) == 1:
         report.details = dict(reports[0].details)
+    if keylogs:
+        report.details["tls_key_logs"] = [display_path(q) for q in keylogs]
+        if not any("tls" in r.details.get("transports", {}) for r in reports):
+            report.notes.append(f"TLS key log(s) {', '.join(display_path(q) for q in keylogs)} given, "
+                                "but no capture among the inputs carries SIP over TLS")
     if repeated:
         report.details["repeated_inputs"] = repeated
         report.notes.extend(repeat_notes(repeated))
@@ -179,11 +193,11 @@ def _read_one(p: Path, kind: str, *, strict: bool, proxy, **kw):
     if kind == "pcap":
         from sipperf.ingest.capture.read import read_capture
         return read_capture(p, proxy=proxy, strict=strict,
-                            **{k: v for k, v in kw.items() if k in ("run_id", "engine")})
+                            **{k: v for k, v in kw.items() if k in ("run_id", "engine", "tls_keys")})
     if kind == "pcap-set":
         from sipperf.ingest.capture.read import read_capture_set
         return read_capture_set(p, proxy=proxy, strict=strict,
-                                **{k: v for k, v in kw.items() if k in ("run_id", "engine")})
+                                **{k: v for k, v in kw.items() if k in ("run_id", "engine", "tls_keys")})
     if kind == "lab":
         if (p / "capture.pcapng").exists() or (p / "capture.pcapng.gz").exists():
             from sipperf.ingest.lab_runs.run import read_run

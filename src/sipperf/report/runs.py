@@ -124,6 +124,9 @@ def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]
     from sipperf.ingest.paths import unique_inputs
     items, repeated = unique_inputs(items)  # the same file (or bytes) twice is one run, read once
     ignored += [{"path": d["path"], "reason": f"{d['why']} as {d['same_as']}: read once"} for d in repeated]
+    # a TLS key log is no run: its secrets go with every run (tshark uses those that match)
+    keylogs = [str(p) for p, k in items if k == "tls_keylog"]
+    items = [(p, k) for p, k in items if k != "tls_keylog"]
     groups: dict[str, list[str]] = {}
     if rule in ("auto", "file"):
         from sipperf.ingest.paths import capture_sets, set_label
@@ -150,7 +153,7 @@ def group_inputs(paths, group_by: str = "auto") -> tuple[list[Group], list[dict]
             groups.setdefault(key, []).append(str(p))
     else:
         raise ValueError(f"--group-by {rule!r}: use one of {', '.join(GROUP_RULES)}")
-    return [Group(k, v) for k, v in groups.items()], ignored
+    return [Group(k, v + keylogs) for k, v in groups.items()], ignored
 
 
 def _unique(groups: dict, label: str, p: Path) -> str:

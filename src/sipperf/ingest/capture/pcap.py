@@ -13,19 +13,20 @@ from pathlib import Path
 import pandas as pd
 
 from sipperf.timeline import IngestReport
-from sipperf.ingest.capture import fast, pyshark_engine
+from sipperf.ingest.capture import fast, pyshark_engine, tls
 from sipperf.ingest.pairing.proxy import pair_at_proxy
 
 ENGINES = ("bulk", "pyshark")
 
 
-def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated: str = "skip"
-                 ) -> tuple[pd.DataFrame, IngestReport]:
-    """The per-message packet table of a capture (columns :data:`fast.COLUMNS`)."""
+def read_packets(path: str | os.PathLike, engine: str = "bulk", *, on_truncated: str = "skip",
+                 tls_keys: list | None = None) -> tuple[pd.DataFrame, IngestReport]:
+    """The per-message packet table of a capture (columns :data:`fast.COLUMNS`); SIP over TLS
+    decrypted with ``tls_keys`` (key logs) or the capture's own secrets (:mod:`.tls`)."""
     if engine == "bulk":
-        return fast.read_packets(path, on_truncated=on_truncated)
+        return tls.read_packets(path, tls_keys, on_truncated=on_truncated)
     if engine == "pyshark":
-        return pyshark_engine.read_packets(path, on_truncated=on_truncated)
+        return pyshark_engine.read_packets(path, on_truncated=on_truncated, tls_keys=tls_keys)
     raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
 
 

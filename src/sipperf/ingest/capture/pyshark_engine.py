@@ -159,13 +159,13 @@ def _fields(layer, next_start: int | None) -> tuple[sipmsg.SipFields, int | None
 
 
 def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
-          decode_as: dict | None, eventloop=None) -> pd.DataFrame:
+          decode_as: dict | None, prefs: dict, eventloop=None) -> pd.DataFrame:
     import pyshark
     from pyshark.capture.capture import TSharkCrashException
 
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     cap = pyshark.FileCapture(path, keep_packets=False, disable_protocol=DISABLED_PROTOCOLS,
-                              decode_as=decode_as, eventloop=eventloop, override_prefs=dict(PREFS))
+                              decode_as=decode_as, eventloop=eventloop, override_prefs=prefs)
     last = 0
     try:
         for pkt in cap:
@@ -193,6 +193,8 @@ def _read(path: str, report: IngestReport, on_truncated: str, limit: int | None,
             l4 = pkt[tr]
             if "websocket" in pkt:
                 tr = "ws"
+            if "tls" in pkt:
+                tr = "wss" if tr == "ws" else "tls"
             starts = [_start(s) for s in sips[1:]] + [None]
             good = 0
             bad = None
@@ -277,13 +279,16 @@ def _hep_rows(pkt, frame: int, ts_pkt: int, cols: dict[str, list], report: Inges
 
 
 def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",
-                 decode_as: dict[str, str] | None = None) -> tuple[pd.DataFrame, IngestReport]:
+                 decode_as: dict[str, str] | None = None, tls_keys: list | None = None
+                 ) -> tuple[pd.DataFrame, IngestReport]:
     """All SIP messages of a capture via pyshark, one row each, and the account.
 
     Works from plain Python and from inside a running event loop (Jupyter).  SIP on
     non-standard ports is found by tshark's heuristic dissector; for SIP over TCP whose messages
     span segments on such ports, name them, e.g. ``decode_as={"tcp.port==15062": "sip"}``
-    (the heuristic cannot ask for TCP reassembly).  ``on_truncated``: as
+    (the heuristic cannot ask for TCP reassembly).  ``tls_keys``: one TLS key log (tshark's
+    ``tls.keylog_file``; SIP over TLS on a port other than 5061 also needs ``decode_as``, e.g.
+    ``{"tcp.port==5561": "tls"}``); transport "tls" for the messages it decrypts.  ``on_truncated``: as
     :func:`.fast.read_packets` (``"skip"`` keeps every complete packet, ``"raise"`` for
     ``--strict``).
     """
@@ -296,8 +301,13 @@ def read_packets(path: str | os.PathLike, *, on_truncated: str = "skip",
     if problem is not None and on_truncated != "skip":
         raise IngestError(path, f"packet {n_ok + 1}", f"truncated or corrupt capture: {problem}")
     report = IngestReport(source="pcap-pyshark", path=str(path))
+    prefs = dict(PREFS)
+    if tls_keys:
+        if len(tls_keys) != 1:
+            raise ValueError("the pyshark engine takes one TLS key log")
+        prefs["tls.keylog_file"] = str(tls_keys[0])
     df = run_outside_loop(_read, str(path), report, on_truncated,
-                          n_ok if problem is not None else None, decode_as)
+                          n_ok if problem is not None else None, decode_as, prefs)
     if problem is not None and TRUNCATED not in report.skipped:
         report.read += 1
         report.skip(TRUNCATED if "truncated" in problem else CORRUPT)

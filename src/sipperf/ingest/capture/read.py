@@ -51,16 +51,19 @@ def capture_stem(path: str | os.PathLike) -> str:
 
 
 def read_capture(path: str | os.PathLike, proxy=None, *, strict: bool = False, engine: str = "bulk",
-                 run_id: str | None = None, stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
+                 run_id: str | None = None, stateful: bool = True, tls_keys: list | None = None
+                 ) -> tuple[pd.DataFrame, IngestReport]:
     """Timeline and account of one capture, whatever its vantage point (see the module doc).
 
     ``proxy``: None (found from the traffic), ``"ip:port"``, several comma-separated (one per
     hop), or ``(ip, port)``; an unusable value raises :class:`IngestError`.  ``strict``: the
-    first skipped packet of any kind is an error.
+    first skipped packet of any kind is an error.  ``tls_keys``: TLS key logs (SSLKEYLOGFILE
+    format) that decrypt SIP over TLS (:mod:`sipperf.ingest.capture.tls`); a pcapng's own
+    decryption secrets block is used without them.
     """
     from sipperf.ingest.capture.pcap import read_packets
 
-    packets, rep = read_packets(path, engine, on_truncated="raise" if strict else "skip")
+    packets, rep = read_packets(path, engine, on_truncated="raise" if strict else "skip", tls_keys=tls_keys)
     _strict_skips(path, rep, strict)
     packets = check_clock(packets, [path], rep)
     return timeline_of(packets, rep, path, proxy, strict=strict, run_id=run_id or capture_stem(path),
@@ -76,7 +79,8 @@ def _strict_skips(path, rep: IngestReport, strict: bool) -> None:
 
 
 def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: str = "bulk",
-                     run_id: str | None = None, stateful: bool = True) -> tuple[pd.DataFrame, IngestReport]:
+                     run_id: str | None = None, stateful: bool = True, tls_keys: list | None = None
+                     ) -> tuple[pd.DataFrame, IngestReport]:
     """One capture cut into files (a ring buffer, ``dumpcap -b``): the files' packets in order,
     numbered on as in the merged capture, then :func:`read_capture`'s steps on all of them, so
     a call that spans a file boundary pairs as in the merged capture.  The report sums the
@@ -90,7 +94,7 @@ def read_capture_set(paths: list, proxy=None, *, strict: bool = False, engine: s
     tables, reports, offsets = [], [], []
     offset = 0
     for q in paths:
-        pk, r = read_packets(q, engine, on_truncated="raise" if strict else "skip")
+        pk, r = read_packets(q, engine, on_truncated="raise" if strict else "skip", tls_keys=tls_keys)
         _strict_skips(q, r, strict)
         pk = pk.copy()
         pk["frame"] = pk["frame"] + offset

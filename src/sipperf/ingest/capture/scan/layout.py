@@ -62,9 +62,10 @@ REASONS: dict[int, str] = {
     R_HEP_NOT_SIP: "HEP packet carrying no SIP (another payload type)",
     R_HEP_COMPRESSED: "HEP compressed payload (chunk 0x0010): not read",
     R_HEP_BAD: "HEP packet malformed",
-    R_TLS: "TLS: encrypted SIP cannot be read — capture before TLS or use the proxy's key log",
-    R_WSS: "WebSocket over TLS (wss://): encrypted SIP cannot be read — capture before TLS or "
-           "use the gateway's key log",
+    R_TLS: "TLS: encrypted SIP cannot be read — give its TLS key log (SSLKEYLOGFILE) as an input beside "
+           "the capture, or capture before TLS",
+    R_WSS: "WebSocket over TLS (wss://): encrypted SIP cannot be read — give its TLS key log "
+           "(SSLKEYLOGFILE) as an input beside the capture, or capture before TLS",
     R_DTLS: "DTLS: encrypted, cannot be read",
     R_SCTP: "SCTP: SIP over SCTP is not read",
     R_ESP: "ESP (IPsec): encrypted, cannot be read",

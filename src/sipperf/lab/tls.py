@@ -1,0 +1,418 @@
+"""The TLS lab: Kamailio over UDP, TCP and TLS on one proxy, driven by small user agents that
+write their TLS secrets, so its captures can be decrypted (issue 39).
+
+    python -m sipperf.lab.tls OUT_DIR [--transport tls] [--calls N] [--cps R] [--new-connection]
+
+writes ``OUT_DIR/capture.pcapng`` (dumpcap on loopback, both legs), ``OUT_DIR/keys_uac.txt`` and
+``OUT_DIR/keys_uas.txt`` (the two agents' TLS secrets in the SSLKEYLOGFILE format: the caller's
+leg and the callee's leg), ``OUT_DIR/sent.csv`` (every message as each agent wrote or read it,
+with its time), ``OUT_DIR/proxy.log`` and ``OUT_DIR/run.json`` (the proxy's CPU seconds over the
+calls, the machine's load).
+
+The set-up:
+
+* Kamailio 5.6 with the ``tls`` module (``kamailio-tls-modules``) listening on UDP, TCP and TLS
+  (:data:`PORTS`), two UDP ``children`` and two ``tcp_children``, a self-signed RSA-2048
+  certificate made with ``openssl`` at run time, a stateful relay with record-routing that
+  sends each call on to the callee over the transport it came in on;
+* the caller and the callee are Python (``ssl``, TLS 1.3, each writing its secrets with
+  ``SSLContext.keylog_filename``); the caller places its calls one after another at about
+  ``--cps`` calls/s, INVITE, 100 (from the proxy), 180, 200, ACK, BYE, 200, over one
+  connection for all calls (as a trunk does) or, with ``--new-connection``, over a new TCP or
+  TLS connection per call (as phones that do not keep theirs open);
+* the proxy's CPU seconds are user + system of Kamailio and every process it forked
+  (``/proc/PID/stat``), read just before the first call and just after the last;
+* every process started here is stopped by its pid.
+
+The committed capture ``tests/fixtures/tls/`` was made by this module; ``datasets/lab/tls/``
+holds the series that ch. 10 reads.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ADDR = "127.0.0.1"
+#: the proxy's and the callee's port per transport
+PORTS = {"udp": (5560, 5580), "tcp": (5562, 5582), "tls": (5561, 5581)}
+MODULES = "/usr/lib/x86_64-linux-gnu/kamailio/modules/"
+
+CFG = """#!KAMAILIO
+debug=1
+log_stderror=yes
+children=2
+auto_aliases=no
+disable_tcp=no
+enable_tls=yes
+tcp_children=2
+listen=udp:{addr}:{udp_proxy}
+listen=tcp:{addr}:{tcp_proxy}
+listen=tls:{addr}:{tls_proxy}
+
+mpath="{modules}"
+loadmodule "tls.so"
+loadmodule "tm.so"
+loadmodule "sl.so"
+loadmodule "rr.so"
+loadmodule "pv.so"
+loadmodule "maxfwd.so"
+loadmodule "siputils.so"
+loadmodule "textops.so"
+
+modparam("tls", "certificate", "{cert}")
+modparam("tls", "private_key", "{key}")
+modparam("tls", "tls_method", "TLSv1.2+")
+modparam("tls", "verify_certificate", 0)
+modparam("tls", "require_certificate", 0)
+
+request_route {{
+	if (!mf_process_maxfwd_header("20")) {{ sl_send_reply("483", "Too Many Hops"); exit; }}
+	if (has_totag()) {{
+		if (loose_route()) {{ t_relay(); exit; }}
+		if (is_method("ACK")) {{ if (t_check_trans()) {{ t_relay(); }} exit; }}
+		sl_send_reply("404", "No Such Dialog");
+		exit;
+	}}
+	t_check_trans();
+	if (is_method("INVITE")) {{ record_route(); }}
+	if (proto == UDP) {{ $du = "sip:{addr}:{udp_uas}"; }}
+	else if (proto == TCP) {{ $du = "sip:{addr}:{tcp_uas};transport=tcp"; }}
+	else {{ $du = "sip:{addr}:{tls_uas};transport=tls"; }}
+	if (!t_relay()) {{ sl_reply_error(); }}
+}}
+"""
+
+
+class Wire:
+    """One stream connection (TCP or TLS) carrying SIP: whole messages in and out, each logged
+    with its time."""
+
+    def __init__(self, sock, who: str, log: list):
+        self.sock, self.who, self.log, self.buf = sock, who, log, b""
+
+    def send(self, text: str) -> None:
+        data = text.replace("\n", "\r\n").encode()
+        self.log.append((time.time_ns(), self.who, "out", _first_line(data), _header(data, "Call-ID")))
+        self.sock.sendall(data)
+
+    def recv(self) -> bytes | None:
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        head, _, rest = self.buf.partition(b"\r\n\r\n")
+        n = int(_header(head, "Content-Length") or 0)
+        while len(rest) < n:
+            rest += self.sock.recv(65536)
+        msg, self.buf = head + b"\r\n\r\n" + rest[:n], rest[n:]
+        self.log.append((time.time_ns(), self.who, "in", _first_line(msg), _header(msg, "Call-ID")))
+        return msg
+
+
+class Datagrams(Wire):
+    """The same over UDP: one message per datagram, to one peer (the proxy)."""
+
+    def __init__(self, sock: socket.socket, who: str, log: list, peer=None):
+        super().__init__(sock, who, log)
+        self.peer = peer
+
+    def send(self, text: str) -> None:
+        data = text.replace("\n", "\r\n").encode()
+        self.log.append((time.time_ns(), self.who, "out", _first_line(data), _header(data, "Call-ID")))
+        self.sock.sendto(data, self.peer)
+
+    def recv(self) -> bytes | None:
+        try:
+            msg, self.peer = self.sock.recvfrom(65536)
+        except socket.timeout:
+            return None
+        self.log.append((time.time_ns(), self.who, "in", _first_line(msg), _header(msg, "Call-ID")))
+        return msg
+
+
+def _first_line(data: bytes) -> str:
+    return data.split(b"\r\n", 1)[0].decode(errors="replace")
+
+
+def _header(data: bytes, name: str) -> str | None:
+    for line in data.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == name.lower().encode():
+            return v.strip().decode(errors="replace")
+    return None
+
+
+def _headers(msg: bytes, name: str) -> list[str]:
+    return [line.partition(b":")[2].strip().decode() for line in msg.split(b"\r\n")[1:]
+            if line.partition(b":")[0].strip().lower() == name.lower().encode()]
+
+
+def _reply(req: bytes, code: str, to_tag: str, contact: str | None) -> str:
+    keep = [line.decode() for line in req.split(b"\r\n")[1:]
+            if line.partition(b":")[0].strip().lower() in (b"via", b"from", b"call-id", b"cseq", b"record-route")]
+    lines = [f"SIP/2.0 {code}"]
+    for h in keep:
+        if h.lower().startswith("to:"):
+            continue
+        lines.append(h)
+    to = _header(req, "To") or ""
+    lines.append(f"To: {to}" + ("" if ";tag=" in to else f";tag={to_tag}"))
+    if contact:
+        lines.append(f"Contact: <{contact}>")
+    lines += ["Content-Length: 0", "", ""]
+    return "\n".join(lines)
+
+
+def callee(transport: str, server: ssl.SSLContext, listener: socket.socket, log: list,
+           stop: threading.Event) -> None:
+    """The callee: answers each INVITE 180 then 200 and each BYE 200, at once."""
+    listener.settimeout(0.5)
+    if transport == "udp":
+        w = Datagrams(listener, "uas", log)
+        while not stop.is_set():
+            try:
+                _answer(w, transport)
+            except OSError:
+                return
+        return
+    while not stop.is_set():
+        try:
+            raw, _ = listener.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            return
+        raw.settimeout(None)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle wait between 180 and 200
+        sock = server.wrap_socket(raw, server_side=True) if transport == "tls" else raw
+        threading.Thread(target=_serve, args=(sock, transport, log), daemon=True).start()
+
+
+def _answer(w: Wire, transport: str) -> bool:
+    m = w.recv()
+    if m is None:
+        return transport == "udp"  # a datagram socket's timeout: go on
+    contact = f"sip:uas@{ADDR}:{PORTS[transport][1]}" + ("" if transport == "udp" else f";transport={transport}")
+    line = _first_line(m)
+    tag = "b" + (_header(m, "Call-ID") or "x")[:12]
+    if line.startswith("INVITE"):
+        w.send(_reply(m, "180 Ringing", tag, contact))
+        w.send(_reply(m, "200 OK", tag, contact))
+    elif line.startswith("BYE"):
+        w.send(_reply(m, "200 OK", tag, None))
+    return True
+
+
+def _serve(sock, transport: str, log: list) -> None:
+    w = Wire(sock, "uas", log)
+    try:
+        while _answer(w, transport):
+            pass
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        sock.close()
+
+
+def _connect(transport: str, client: ssl.SSLContext, log: list) -> tuple[Wire, int]:
+    proxy = (ADDR, PORTS[transport][0])
+    if transport == "udp":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((ADDR, 0))
+        sock.settimeout(5.0)
+        return Datagrams(sock, "uac", log, proxy), sock.getsockname()[1]
+    raw = socket.create_connection(proxy)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)      # no Nagle wait between ACK and BYE
+    sock = client.wrap_socket(raw, server_hostname="proxy") if transport == "tls" else raw
+    return Wire(sock, "uac", log), sock.getsockname()[1]
+
+
+def caller(transport: str, client: ssl.SSLContext, calls: int, cps: float, log: list,
+           new_connection: bool = False) -> None:
+    """The caller: ``calls`` calls one after another at about ``cps`` calls/s."""
+    via = transport.upper()
+    tp = "" if transport == "udp" else f";transport={transport}"
+    w, port = _connect(transport, client, log)
+    gap = 1.0 / cps
+    t_start = time.monotonic()
+    for i in range(calls):
+        if new_connection and i:
+            w.sock.close()
+            w, port = _connect(transport, client, log)
+        cid, branch = f"{transport}-call-{i}@{ADDR}", f"z9hG4bK-{i}"
+        common = (f"From: <sip:uac@{ADDR}>;tag=a{i}\nCall-ID: {cid}\nMax-Forwards: 70\n"
+                  f"Contact: <sip:uac@{ADDR}:{port}{tp}>\n")
+        w.send(f"INVITE sip:uas@{ADDR}:{PORTS[transport][1]}{tp} SIP/2.0\n"
+               f"Via: SIP/2.0/{via} {ADDR}:{port};branch={branch};rport\n{common}"
+               f"To: <sip:uas@{ADDR}>\nCSeq: 1 INVITE\nContent-Length: 0\n\n")
+        ok = None
+        while ok is None:
+            m = w.recv()
+            if m is None:
+                raise RuntimeError(f"call {i}: no answer from the proxy")
+            if _first_line(m).startswith("SIP/2.0 200"):
+                ok = m
+        to = _header(ok, "To")
+        target = (_header(ok, "Contact") or "").strip("<>")
+        route = "".join(f"Route: {r}\n" for r in _headers(ok, "Record-Route"))
+        for method, cseq, br in (("ACK", 1, f"{branch}-ack"), ("BYE", 2, f"{branch}-bye")):
+            w.send(f"{method} {target} SIP/2.0\nVia: SIP/2.0/{via} {ADDR}:{port};branch={br};rport\n"
+                   f"{route}{common}To: {to}\nCSeq: {cseq} {method}\nContent-Length: 0\n\n")
+        while True:
+            m = w.recv()
+            if m is None:
+                raise RuntimeError(f"call {i}: no answer to BYE")
+            if _first_line(m).startswith("SIP/2.0 200") and "BYE" in (_header(m, "CSeq") or ""):
+                break
+        time.sleep(max(0.0, t_start + (i + 1) * gap - time.monotonic()))
+    w.sock.close()
+
+
+def _stop(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def missing() -> list[str]:
+    out = [t for t in ("kamailio", "dumpcap", "openssl") if shutil.which(t) is None]
+    if not Path(MODULES, "tls.so").exists():
+        out.append("kamailio-tls-modules")
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and every process below it (``/proc/PID/stat``)."""
+    from sipperf.lab.procs import children_of
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])
+        except (OSError, IndexError, ValueError):
+            continue
+        todo.extend(children_of(p))
+    return total / tick
+
+
+def record(out: Path, calls: int = 40, cps: float = 20.0, transport: str = "tls",
+           new_connection: bool = False, capture: bool = True, proxy_cpu: int | None = None,
+           idle_s: float = 0.0) -> Path:
+    """One run of the TLS lab (see the module doc); returns the capture's path.  ``proxy_cpu``:
+    pin Kamailio there (``taskset``); ``idle_s``: first measure the proxy's CPU while no call
+    runs (its timers), for that long."""
+    if transport not in PORTS:
+        raise ValueError(f"transport must be one of {', '.join(PORTS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    cert, key = out / "proxy_cert.pem", out / "proxy_key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=proxy"], check=True, capture_output=True)
+    ports = {f"{t}_{w}": PORTS[t][k] for t in PORTS for k, w in enumerate(("proxy", "uas"))}
+    (out / "kamailio.cfg").write_text(CFG.format(addr=ADDR, modules=MODULES, cert=cert, key=key, **ports))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    server.keylog_filename = str(out / "keys_uas.txt")
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
+    client.keylog_filename = str(out / "keys_uac.txt")
+    if transport == "udp":
+        listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    else:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((ADDR, PORTS[transport][1]))
+    if transport != "udp":
+        listener.listen(64)
+    log: list = []
+    stop = threading.Event()
+    cap = out / "capture.pcapng"
+    procs = []
+    log_fh = open(out / "proxy.log", "w")
+    agent = threading.Thread(target=callee, args=(transport, server, listener, log, stop), daemon=True)
+    run: dict = {"transport": transport, "new_connection": new_connection, "calls": calls, "cps": cps}
+    try:
+        if capture:
+            proto = "udp" if transport == "udp" else "tcp"
+            procs.append(subprocess.Popen(
+                ["dumpcap", "-q", "-i", "lo", "-f", f"{proto} port {PORTS[transport][0]} or {proto} port "
+                 f"{PORTS[transport][1]}", "-w", str(cap)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True))
+        pin = [] if proxy_cpu is None else ["taskset", "-c", str(proxy_cpu)]
+        kam = subprocess.Popen([*pin, "kamailio", "-f", str(out / "kamailio.cfg"), "-DD", "-E", "-m", "64", "-M", "64"],
+                               stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(kam)
+        agent.start()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((ADDR, PORTS["tcp"][0]), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or kam.poll() is not None:
+                    raise RuntimeError("kamailio did not listen: " + (out / "proxy.log").read_text()[-1500:])
+                time.sleep(0.2)
+        time.sleep(1.0)
+        if idle_s > 0:
+            c0, t0 = cpu_seconds(kam.pid), time.monotonic()
+            time.sleep(idle_s)
+            run["idle_cpu_s"], run["idle_seconds"] = cpu_seconds(kam.pid) - c0, time.monotonic() - t0
+        run["load_before"] = list(os.getloadavg())
+        c0, t0 = cpu_seconds(kam.pid), time.monotonic()
+        caller(transport, client, calls, cps, log, new_connection)
+        run["proxy_cpu_s"], run["seconds"] = cpu_seconds(kam.pid) - c0, time.monotonic() - t0
+        run["load_after"] = list(os.getloadavg())
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        if agent.is_alive():
+            agent.join(5)
+        for p in reversed(procs):
+            _stop(p)
+        listener.close()
+        log_fh.close()
+    (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    with open(out / "sent.csv", "w", newline="") as fh:
+        wr = csv.writer(fh)
+        wr.writerow(["t_ns", "agent", "direction", "first_line", "call_id"])
+        wr.writerows(sorted(log))
+    return cap
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--transport", choices=tuple(PORTS), default="tls")
+    ap.add_argument("--calls", type=int, default=40)
+    ap.add_argument("--cps", type=float, default=20.0)
+    ap.add_argument("--new-connection", action="store_true", help="a new TCP/TLS connection per call")
+    a = ap.parse_args(argv)
+    if missing():
+        print("missing: " + ", ".join(missing()), file=sys.stderr)
+        return 2
+    print(record(a.out, a.calls, a.cps, a.transport, a.new_connection))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
