@@ -33,3 +33,12 @@ def test_a_fresh_tls_recording_reads_whole(tmp_path):
     inv = relayed[relayed.method == "INVITE"].sort_values("t_arr")
     wait = (inv.t_dep - inv.t_arr).to_numpy(float)
     assert wait[0] > 3 * np.median(wait[1:])   # the handshake to the callee, on the first INVITE
+
+
+@pytest.mark.skipif(bool(tlslab.missing()), reason=f"missing: {', '.join(tlslab.missing())}")
+def test_an_idle_tls_connection_holds_more_proxy_memory_than_a_tcp_one(tmp_path):
+    got = {t: tlslab.hold(tmp_path / t, t, connections=300) for t in ("tcp", "tls")}
+    for t, r in got.items():
+        assert r["proxy_side_sockets"] == 300, t
+        assert 0 < r["kernel_bytes_per_connection"] < 64 * 1024, t   # a few KB of slab per connection
+    assert got["tls"]["proxy_bytes_per_connection"] > 5 * got["tcp"]["proxy_bytes_per_connection"] > 0

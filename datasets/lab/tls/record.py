@@ -1,6 +1,7 @@
 """Record the TLS lab's series into this directory (issue 39, item 3, in part).
 
-    sudo .venv/bin/python datasets/lab/tls/record.py [--reps 3] [--calls 1500] [--cps 75]
+    sudo .venv/bin/python datasets/lab/tls/record.py [--reps 6] [--calls 1500] [--cps 75]
+    sudo .venv/bin/python datasets/lab/tls/record.py --memory [--reps 3] [--connections 2000]
 
 Per replication, in one interleaved order: the same proxy (``sipperf.lab.tls``: Kamailio 5.6,
 UDP, TCP and TLS listeners) carrying ``--calls`` calls at ``--cps`` calls/s over UDP, over TCP
@@ -8,6 +9,10 @@ and over TLS on one connection for all calls, and over TCP and TLS on a new conn
 call. Kamailio is pinned to CPU 0, the user agents and dumpcap run on CPU 1. Each run's capture is read by
 ``sipperf.ingest.load`` with the agents' key logs, then deleted (captures stay out of git):
 ``runs.csv`` keeps one row per run, ``README.md`` says what the columns are.
+
+``--memory``: per replication, ``--connections`` idle TCP, then TLS, connections held open to the
+same proxy (:func:`sipperf.lab.tls.hold`): the kernel's slab bytes and the proxy's memory (PSS)
+per connection, into ``memory.csv``.
 """
 from __future__ import annotations
 
@@ -15,7 +20,6 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -56,18 +60,45 @@ def one(rep: int, transport: str, new: bool, calls: int, cps: float) -> dict:
             "load_before": run["load_before"][0], "load_after": run["load_after"][0]}
 
 
+MEMORY_COLUMNS = ("rep", "transport", "connections", "proxy_side_sockets", "kernel_bytes_per_connection",
+                  "proxy_bytes_per_connection", "load")
+
+
+def memory(reps: int, connections: int, out: Path) -> int:
+    rows = []
+    for rep in range(1, reps + 1):
+        for transport in (("tcp", "tls") if rep % 2 else ("tls", "tcp")):
+            with tempfile.TemporaryDirectory(prefix="sipperf-tls-") as tmp:
+                r = tls.hold(Path(tmp), transport, connections)
+            rows.append({"rep": rep, **{k: r[k] for k in MEMORY_COLUMNS[1:-1]}, "load": r["load"][0]})
+            rows[-1]["kernel_bytes_per_connection"] = round(rows[-1]["kernel_bytes_per_connection"])
+            rows[-1]["proxy_bytes_per_connection"] = round(rows[-1]["proxy_bytes_per_connection"])
+            print(rows[-1], flush=True)
+    with open(out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=MEMORY_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    print(out)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--calls", type=int, default=1500)
     ap.add_argument("--cps", type=float, default=75.0)
-    ap.add_argument("--out", type=Path, default=HERE / "runs.csv")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--memory", action="store_true", help="the memory idle connections hold, into memory.csv")
+    ap.add_argument("--connections", type=int, default=2000)
     a = ap.parse_args(argv)
     if tls.missing():
         print("missing: " + ", ".join(tls.missing()), file=sys.stderr)
         return 2
     if (os.cpu_count() or 1) >= 2:
         os.sched_setaffinity(0, {1})   # the agents (this process) and dumpcap on CPU 1
+    if a.memory:
+        return memory(a.reps, a.connections, a.out or HERE / "memory.csv")
+    a.out = a.out or HERE / "runs.csv"
     rows = []
     for rep in range(1, a.reps + 1):
         order = MODES if rep % 2 else tuple(reversed(MODES))

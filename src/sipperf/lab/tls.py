@@ -56,6 +56,9 @@ auto_aliases=no
 disable_tcp=no
 enable_tls=yes
 tcp_children=2
+tcp_max_connections=4096
+tls_max_connections=4096
+open_files_limit=10000
 listen=udp:{addr}:{udp_proxy}
 listen=tcp:{addr}:{tcp_proxy}
 listen=tls:{addr}:{tls_proxy}
@@ -397,6 +400,91 @@ def record(out: Path, calls: int = 40, cps: float = 20.0, transport: str = "tls"
         wr.writerow(["t_ns", "agent", "direction", "first_line", "call_id"])
         wr.writerows(sorted(log))
     return cap
+
+
+def slab_bytes() -> int:
+    """Bytes in the kernel's slab caches (``/proc/slabinfo``: active objects × object size)."""
+    total = 0
+    for line in Path("/proc/slabinfo").read_text().splitlines()[2:]:
+        f = line.split()
+        total += int(f[1]) * int(f[3])
+    return total
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid`` and every process below it (``smaps_rollup``): shared
+    pages are split between the processes that map them, so the sum is the memory they hold."""
+    from sipperf.lab.procs import children_of
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+        todo.extend(children_of(p))
+    return total
+
+
+def hold(out: Path, transport: str = "tls", connections: int = 2000, settle_s: float = 3.0) -> dict:
+    """The memory idle connections hold: open ``connections`` TCP or TLS connections to the proxy
+    (the TLS handshake completed, nothing else sent), and read the kernel's slab caches and the
+    proxy's memory (PSS) before and after; both ends of each loopback connection are this host's,
+    so the kernel's bytes are per connection, two sockets.  Writes ``out/memory.json``."""
+    import resource
+    if transport not in ("tcp", "tls"):
+        raise ValueError("hold() needs a stream transport: tcp or tls")
+    out.mkdir(parents=True, exist_ok=True)
+    cert, key = out / "proxy_cert.pem", out / "proxy_key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=proxy"], check=True, capture_output=True)
+    ports = {f"{t}_{w}": PORTS[t][k] for t in PORTS for k, w in enumerate(("proxy", "uas"))}
+    (out / "kamailio.cfg").write_text(CFG.format(addr=ADDR, modules=MODULES, cert=cert, key=key, **ports))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, connections + 256)), hard))
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
+    socks: list = []
+    log_fh = open(out / "proxy.log", "w")
+    kam = subprocess.Popen(["kamailio", "-f", str(out / "kamailio.cfg"), "-DD", "-E", "-m", "1024", "-M", "16"],
+                           stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+    res: dict = {"transport": transport, "connections": connections}
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((ADDR, PORTS["tcp"][0]), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or kam.poll() is not None:
+                    raise RuntimeError("kamailio did not listen: " + (out / "proxy.log").read_text()[-1500:])
+                time.sleep(0.2)
+        time.sleep(settle_s)
+        slab0, pss0 = slab_bytes(), pss_bytes(kam.pid)
+        for _ in range(connections):
+            raw = socket.create_connection((ADDR, PORTS[transport][0]))
+            socks.append(client.wrap_socket(raw, server_hostname="proxy") if transport == "tls" else raw)
+        time.sleep(settle_s)
+        slab1, pss1 = slab_bytes(), pss_bytes(kam.pid)
+        est = subprocess.run(["ss", "-Htn", "state", "established", f"( sport = :{PORTS[transport][0]} )"],
+                             capture_output=True, text=True).stdout.splitlines()
+        res.update({"proxy_side_sockets": len(est), "slab_bytes_before": slab0, "slab_bytes_after": slab1,
+                    "proxy_pss_before": pss0, "proxy_pss_after": pss1,
+                    "kernel_bytes_per_connection": (slab1 - slab0) / connections,
+                    "proxy_bytes_per_connection": (pss1 - pss0) / connections,
+                    "load": list(os.getloadavg())})
+    finally:
+        for sk in socks:
+            sk.close()
+        _stop(kam)
+        log_fh.close()
+    (out / "memory.json").write_text(json.dumps(res, indent=1) + "\n")
+    return res
 
 
 def main(argv=None) -> int:
