@@ -300,23 +300,51 @@ def missing() -> list[str]:
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and every process below it (``/proc/PID/stat``)."""
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (Kamailio forks its workers)."""
     from sipperf.lab.procs import children_of
-    tick = os.sysconf("SC_CLK_TCK")
-    total, todo, seen = 0, [pid], set()
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
+        if p not in out:
+            out.append(p)
+            todo.extend(children_of(p))
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and every process below it (``/proc/PID/stat``)."""
+    from sipperf.lab.cpuacct import proc_cpu_s
+    return sum(sum(t) for p in _tree(pid) if (t := proc_cpu_s(p)) is not None)
+
+
+def _configure(out: Path) -> tuple[Path, Path]:
+    """A self-signed certificate made now, and the proxy's configuration, in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    cert, key = out / "proxy_cert.pem", out / "proxy_key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=proxy"], check=True, capture_output=True)
+    ports = {f"{t}_{w}": PORTS[t][k] for t in PORTS for k, w in enumerate(("proxy", "uas"))}
+    (out / "kamailio.cfg").write_text(CFG.format(addr=ADDR, modules=MODULES, cert=cert, key=key, **ports))
+    return cert, key
+
+
+def _start_proxy(out: Path, log_fh, shm_mb: int, pkg_mb: int, proxy_cpu: int | None = None) -> subprocess.Popen:
+    """Kamailio on ``out/kamailio.cfg`` (pinned to ``proxy_cpu`` if given), once it accepts on its
+    TCP port; ``shm_mb``/``pkg_mb``: its shared and per-process memory (``-m``/``-M``)."""
+    pin = [] if proxy_cpu is None else ["taskset", "-c", str(proxy_cpu)]
+    kam = subprocess.Popen([*pin, "kamailio", "-f", str(out / "kamailio.cfg"), "-DD", "-E", "-m", str(shm_mb),
+                            "-M", str(pkg_mb)], stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while True:
         try:
-            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(f[11]) + int(f[12])
-        except (OSError, IndexError, ValueError):
-            continue
-        todo.extend(children_of(p))
-    return total / tick
+            socket.create_connection((ADDR, PORTS["tcp"][0]), timeout=0.5).close()
+            return kam
+        except OSError:
+            if time.monotonic() > deadline or kam.poll() is not None:
+                _stop(kam)
+                raise RuntimeError("kamailio did not listen: " + (out / "proxy.log").read_text()[-1500:])
+            time.sleep(0.2)
 
 
 def record(out: Path, calls: int = 40, cps: float = 20.0, transport: str = "tls",
@@ -327,12 +355,7 @@ def record(out: Path, calls: int = 40, cps: float = 20.0, transport: str = "tls"
     runs (its timers), for that long."""
     if transport not in PORTS:
         raise ValueError(f"transport must be one of {', '.join(PORTS)}")
-    out.mkdir(parents=True, exist_ok=True)
-    cert, key = out / "proxy_cert.pem", out / "proxy_key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=proxy"], check=True, capture_output=True)
-    ports = {f"{t}_{w}": PORTS[t][k] for t in PORTS for k, w in enumerate(("proxy", "uas"))}
-    (out / "kamailio.cfg").write_text(CFG.format(addr=ADDR, modules=MODULES, cert=cert, key=key, **ports))
+    cert, key = _configure(out)
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert, key)
     server.keylog_filename = str(out / "keys_uas.txt")
@@ -361,20 +384,9 @@ def record(out: Path, calls: int = 40, cps: float = 20.0, transport: str = "tls"
                 ["dumpcap", "-q", "-i", "lo", "-f", f"{proto} port {PORTS[transport][0]} or {proto} port "
                  f"{PORTS[transport][1]}", "-w", str(cap)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True))
-        pin = [] if proxy_cpu is None else ["taskset", "-c", str(proxy_cpu)]
-        kam = subprocess.Popen([*pin, "kamailio", "-f", str(out / "kamailio.cfg"), "-DD", "-E", "-m", "64", "-M", "64"],
-                               stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
-        procs.append(kam)
         agent.start()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection((ADDR, PORTS["tcp"][0]), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or kam.poll() is not None:
-                    raise RuntimeError("kamailio did not listen: " + (out / "proxy.log").read_text()[-1500:])
-                time.sleep(0.2)
+        kam = _start_proxy(out, log_fh, 64, 64, proxy_cpu)
+        procs.append(kam)
         time.sleep(1.0)
         if idle_s > 0:
             c0, t0 = cpu_seconds(kam.pid), time.monotonic()
@@ -414,20 +426,13 @@ def slab_bytes() -> int:
 def pss_bytes(pid: int) -> int:
     """Proportional set size of ``pid`` and every process below it (``smaps_rollup``): shared
     pages are split between the processes that map them, so the sum is the memory they hold."""
-    from sipperf.lab.procs import children_of
-    total, todo, seen = 0, [pid], set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
+    total = 0
+    for p in _tree(pid):
         try:
-            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1]) * 1024
+            lines = Path(f"/proc/{p}/smaps_rollup").read_text().splitlines()
         except OSError:
             continue
-        todo.extend(children_of(p))
+        total += sum(int(line.split()[1]) * 1024 for line in lines if line.startswith("Pss:"))
     return total
 
 
@@ -439,31 +444,17 @@ def hold(out: Path, transport: str = "tls", connections: int = 2000, settle_s: f
     import resource
     if transport not in ("tcp", "tls"):
         raise ValueError("hold() needs a stream transport: tcp or tls")
-    out.mkdir(parents=True, exist_ok=True)
-    cert, key = out / "proxy_cert.pem", out / "proxy_key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=proxy"], check=True, capture_output=True)
-    ports = {f"{t}_{w}": PORTS[t][k] for t in PORTS for k, w in enumerate(("proxy", "uas"))}
-    (out / "kamailio.cfg").write_text(CFG.format(addr=ADDR, modules=MODULES, cert=cert, key=key, **ports))
+    cert, key = _configure(out)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, connections + 256)), hard))
     client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
     socks: list = []
     log_fh = open(out / "proxy.log", "w")
-    kam = subprocess.Popen(["kamailio", "-f", str(out / "kamailio.cfg"), "-DD", "-E", "-m", "1024", "-M", "16"],
-                           stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
     res: dict = {"transport": transport, "connections": connections}
+    kam = None
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection((ADDR, PORTS["tcp"][0]), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or kam.poll() is not None:
-                    raise RuntimeError("kamailio did not listen: " + (out / "proxy.log").read_text()[-1500:])
-                time.sleep(0.2)
+        kam = _start_proxy(out, log_fh, 1024, 16)
         time.sleep(settle_s)
         slab0, pss0 = slab_bytes(), pss_bytes(kam.pid)
         for _ in range(connections):
@@ -481,7 +472,8 @@ def hold(out: Path, transport: str = "tls", connections: int = 2000, settle_s: f
     finally:
         for sk in socks:
             sk.close()
-        _stop(kam)
+        if kam is not None:
+            _stop(kam)
         log_fh.close()
     (out / "memory.json").write_text(json.dumps(res, indent=1) + "\n")
     return res

@@ -134,14 +134,14 @@ def read_packets(path: str | os.PathLike, keylogs: list | None = None, *, on_tru
         if keylogs:
             keyfile = Path(tmp) / "keys.txt"
             keyfile.write_bytes(b"\n".join(_keylog_bytes(k) for k in keylogs) + b"\n")
-        segs = _decrypt(_plain(path, Path(tmp)), keyfile, tls + wss, on_truncated)
+        segs = _decrypt(_plain(path, Path(tmp)), keyfile, tls + wss)
         clear = Path(tmp) / "clear.pcap"
         written = _write_clear(segs, clear)
         if written:
-            dec, drep = fast.read_packets(clear, on_truncated="raise")
+            dec, _ = fast.read_packets(clear, on_truncated="raise")
         else:
-            dec, drep = fast.empty_packets(), IngestReport(source="pcap", path=str(clear))
-    return _merge(path, packets, rep, dec, drep, segs, written, set(tls + wss), keylogs, dsb)
+            dec = fast.empty_packets()
+    return _merge(path, packets, rep, dec, segs, written, set(tls + wss), keylogs, dsb)
 
 
 def _plain(path, tmp: Path) -> Path:
@@ -165,7 +165,7 @@ def _keylog_bytes(path: Path) -> bytes:
         raise IngestError(str(path), "byte 0", f"cannot read the TLS key log: {e.strerror or e}") from None
 
 
-def _decrypt(path, keyfile: Path | None, ports: list[int], on_truncated: str) -> pd.DataFrame:
+def _decrypt(path, keyfile: Path | None, ports: list[int]) -> pd.DataFrame:
     """One row per captured TCP segment with payload on the TLS ports: tshark's decryption."""
     cmd = ["tshark", "-n", "-r", str(path), "-o", "tcp.reassemble_out_of_order:TRUE",
            "--disable-protocol", "sip", "--disable-protocol", "http", "--disable-protocol", "websocket"]
@@ -231,7 +231,7 @@ def _ip_tcp(src: str, dst: str, sport: int, dport: int, seq: int, payload: bytes
     return struct.pack(">IHBB16s16s", 6 << 28, len(tcp), 6, 64, a.packed, b.packed) + tcp
 
 
-def _merge(path, packets, rep, dec, drep, segs, written, ports, keylogs, dsb):
+def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
     """The capture's packet table with the decrypted rows added, and the account moved: each TLS
     segment the bulk reader refused is now parsed (it completed a SIP message) or skipped with
     what it held (handshake, a record's first part, no secrets, not decrypted)."""
