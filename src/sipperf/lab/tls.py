@@ -284,6 +284,10 @@ def caller(transport: str, client: ssl.SSLContext, calls: int, cps: float, log: 
 
 
 def _stop(p: subprocess.Popen) -> None:
+    """Stop ``p`` by its pid and wait until every process it forked has gone too (a worker
+    that outlives its parent would still hold the proxy's ports for the next run)."""
+    from sipperf.lab.procs import alive
+    kids = _tree(p.pid)[1:] if p.poll() is None else []
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
         try:
@@ -291,6 +295,21 @@ def _stop(p: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    deadline = time.monotonic() + 5
+    for c in kids:
+        while alive(c) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive(c):
+            try:
+                os.kill(c, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _listening(port: int) -> bool:
+    """Whether any socket on this host listens on TCP ``port`` or is bound to UDP ``port``."""
+    got = subprocess.run(["ss", "-Hlntu", f"( sport = :{port} )"], capture_output=True, text=True).stdout
+    return bool(got.strip())
 
 
 def missing() -> list[str]:
@@ -329,18 +348,32 @@ def _configure(out: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def _start_proxy(out: Path, log_fh, shm_mb: int, pkg_mb: int, proxy_cpu: int | None = None) -> subprocess.Popen:
-    """Kamailio on ``out/kamailio.cfg`` (pinned to ``proxy_cpu`` if given), once it accepts on its
-    TCP port; ``shm_mb``/``pkg_mb``: its shared and per-process memory (``-m``/``-M``)."""
+def _start_proxy(out: Path, log_fh, shm_mb: int, pkg_mb: int, proxy_cpu: int | None = None,
+                 tls_probe: bool = False) -> subprocess.Popen:
+    """Kamailio on ``out/kamailio.cfg`` (pinned to ``proxy_cpu`` if given), once its ports are
+    free and it accepts on its TCP port (and, with ``tls_probe``, completes a TLS handshake on its
+    TLS port: left out while a capture runs, whose key logs would not hold the probe's secrets);
+    ``shm_mb``/``pkg_mb``: its shared and per-process memory (``-m``/``-M``)."""
+    deadline = time.monotonic() + 15
+    while busy := [p for p in (PORTS[t][0] for t in PORTS) if _listening(p)]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the lab's proxy ports are taken by another process: {busy}")
+        time.sleep(0.2)
     pin = [] if proxy_cpu is None else ["taskset", "-c", str(proxy_cpu)]
     kam = subprocess.Popen([*pin, "kamailio", "-f", str(out / "kamailio.cfg"), "-DD", "-E", "-m", str(shm_mb),
                             "-M", str(pkg_mb)], stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 10
+    probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    probe.check_hostname, probe.verify_mode = False, ssl.CERT_NONE
+    deadline = time.monotonic() + 15
     while True:
         try:
             socket.create_connection((ADDR, PORTS["tcp"][0]), timeout=0.5).close()
+            if tls_probe:
+                with probe.wrap_socket(socket.create_connection((ADDR, PORTS["tls"][0]), timeout=2),
+                                       server_hostname="proxy"):
+                    pass
             return kam
-        except OSError:
+        except OSError:   # ssl.SSLError is an OSError
             if time.monotonic() > deadline or kam.poll() is not None:
                 _stop(kam)
                 raise RuntimeError("kamailio did not listen: " + (out / "proxy.log").read_text()[-1500:])
@@ -454,12 +487,24 @@ def hold(out: Path, transport: str = "tls", connections: int = 2000, settle_s: f
     res: dict = {"transport": transport, "connections": connections}
     kam = None
     try:
-        kam = _start_proxy(out, log_fh, 1024, 16)
+        kam = _start_proxy(out, log_fh, 1024, 16, tls_probe=transport == "tls")
         time.sleep(settle_s)
         slab0, pss0 = slab_bytes(), pss_bytes(kam.pid)
+        failed = 0
         for _ in range(connections):
-            raw = socket.create_connection((ADDR, PORTS[transport][0]))
-            socks.append(client.wrap_socket(raw, server_hostname="proxy") if transport == "tls" else raw)
+            for attempt in range(3):   # a refused handshake is counted and tried again, twice
+                raw = socket.create_connection((ADDR, PORTS[transport][0]))
+                try:
+                    socks.append(client.wrap_socket(raw, server_hostname="proxy") if transport == "tls" else raw)
+                    break
+                except OSError as e:
+                    raw.close()
+                    failed += 1
+                    if attempt == 2:
+                        raise RuntimeError(f"the proxy refused 3 handshakes in a row after {len(socks)} "
+                                           f"connections ({e}); its log: {out / 'proxy.log'}") from e
+                    time.sleep(0.1)
+        res["handshakes_failed"] = failed
         time.sleep(settle_s)
         slab1, pss1 = slab_bytes(), pss_bytes(kam.pid)
         est = subprocess.run(["ss", "-Htn", "state", "established", f"( sport = :{PORTS[transport][0]} )"],
