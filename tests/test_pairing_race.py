@@ -33,6 +33,16 @@ def test_a_concurrent_proxy_absorbs_a_provisional_that_lost_the_race():
     assert hop.classify(tl, t_in, t_out, longest=200e3, concurrent=False)[1] == hop.DROPPED
 
 
+def test_a_provisional_that_lost_the_race_to_a_slow_final_is_absorbed():
+    # a 2-worker Kamailio at 2,100 calls/s, no socket drop: the 180 read 2 ms before the 200, which
+    # a busy worker relayed 13 ms later; no relayed message stayed longer than that 200 did
+    tl, t_in, t_out = _transaction(gap_ns=2e6, sojourn_200_ns=13e6)
+    assert hop.classify(tl, t_in, t_out, longest=13e6, concurrent=True)[1] == hop.ABSORBED_AFTER_FINAL
+    # read 20 ms before the 200: no relayed message stayed that long, so it was not inside: dropped
+    tl, t_in, t_out = _transaction(gap_ns=20e6, sojourn_200_ns=13e6)
+    assert hop.classify(tl, t_in, t_out, longest=13e6, concurrent=True)[1] == hop.DROPPED
+
+
 def test_a_provisional_longer_ahead_than_any_sojourn_is_a_drop_even_when_concurrent():
     # read 1 ms before the 200 left: longer than any relayed message stayed in the proxy (200 µs)
     tl, t_in, t_out = _transaction(gap_ns=1e6, sojourn_200_ns=80e3)

@@ -43,9 +43,9 @@ def hop_pass(gstart, ts, frame, src, dst, meth, what, cm, cm_up, meth_up, status
     :func:`sipperf.ingest.pairing.proxy.choose` picks from the certain pairs ``ref_a``/``ref_d``
     (``amb_stats[1]`` counts those paired with a later copy than the first, ``amb_stats[2]``
     those paired with none).  ``race_soj`` (ns, -1: none) is, for an undecided row (``D_PROVISIONAL``) that is a
-    provisional response arriving before a relayed final of its sender, the sojourn it would
-    have had had it left with that final: a concurrent proxy absorbs it when that is within the
-    longest sojourn (:func:`sipperf.ingest.pairing.hop.classify`).  ``inv`` marks the ingress rows
+    provisional response arriving before a relayed final of its sender, how long before that
+    final it arrived: a concurrent proxy absorbs it when that is within the longest sojourn (it
+    could still have been inside when the final arrived) (:func:`sipperf.ingest.pairing.hop.classify`).  ``inv`` marks the ingress rows
     paired with an egress copy stamped before them (:func:`sipperf.ingest.pairing.proxy._pair_inverted`)."""
     n_groups = gstart.shape[0] - 1
     big = 0
@@ -267,12 +267,12 @@ def hop_pass(gstart, ts, frame, src, dst, meth, what, cm, cm_up, meth_up, status
                                 done = True
                                 break
                             # a provisional that may have lost the race to a relayed final of its
-                            # sender (hop.classify, ``concurrent``): the sojourn it would have had
-                            # had it left with that final; settled at the end, when the whole
-                            # capture shows whether the proxy is concurrent and its longest sojourn
+                            # sender (hop.classify, ``concurrent``): how long before that final it
+                            # arrived; settled at the end, when the whole capture shows whether the
+                            # proxy is concurrent and its longest sojourn
                             if has_out[b] and has_in[b] and meth[f] < 0 and status[f] >= 200 and cm_up[f] == kk \
                                     and st > 100 and st < 200 and src[f] == src[i] and ts[f] > t_in:
-                                w = t_out[b] - t_in
+                                w = ts[f] - t_in
                                 if race_soj[i] < 0 or w < race_soj[i]:
                                     race_soj[i] = w
                     if not done:

@@ -41,12 +41,12 @@ that applies wins):
                                        capture shows the proxy processing concurrently (a
                                        relayed message overtook another), a provisional
                                        response that arrived before a final of the same sender
-                                       that the proxy relayed, if it would have been in the
-                                       proxy no longer than the longest sojourn of a relayed
-                                       message had it left with that final: several workers
+                                       that the proxy relayed, no longer before it than the
+                                       longest sojourn of a relayed message (so it could still
+                                       have been inside when the final arrived): several workers
                                        reading one socket process the two at once and the final
                                        can win the race (the transaction then discards the
-                                       provisional).  Any
+                                       provisional, however long the final itself took).  Any
                                        other response that arrived before the proxy's *own*
                                        final (e.g. its 408 on timer C), or before a final of the
                                        same sender that the proxy relayed, was lost: a drop
@@ -208,7 +208,7 @@ def classify(tl: pd.DataFrame, t_in: np.ndarray, t_out: np.ndarray,
             elif not ok2xx_invite and any(t <= t_in[i] or (hi and (t_in[f] < t_in[i] or src[f] != src[i]
                                                                    or (concurrent and 100 < s < 200
                                                                        and t_in[f] > t_in[i]
-                                                                       and t - t_in[i] <= longest)))
+                                                                       and t_in[f] - t_in[i] <= longest)))
                                           for t, _, _, hi, f in finals_sent.get((c, q, k), ())):
                 res[i] = ABSORBED_AFTER_FINAL
             elif (c, q, k) in own_req and (c, q, k) not in in_req:

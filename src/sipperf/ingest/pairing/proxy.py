@@ -478,8 +478,11 @@ def pair_at_proxy(packets: pd.DataFrame, proxy=None, *, stateful: bool = True,
     if unk.any():  # the drop rule's longest sojourn: from the pairs whose time is known
         ok = ~np.isnan(t_in) & ~np.isnan(t_out) & ~unk & ~inv
         longest = float(np.max(t_out[ok] - t_in[ok])) if ok.any() else np.nan
+    # concurrency from the pairs whose time in the proxy is known (an inverted pair's egress
+    # instant is its ingress one, which would look like overtaking)
+    known = ~unk & ~inv
     disp = hop.classify(tl, t_in, t_out, float(int(capture_end) - t0), longest=longest,
-                        concurrent=concurrent(t_in, t_out))
+                        concurrent=concurrent(t_in[known], t_out[known]))
     # the order of the rows: by their first instant as captured (before any is left out below)
     first = tl["t_arr"].fillna(tl["t_dep"]).to_numpy(dtype=np.int64)
     if unk.any():
