@@ -190,6 +190,12 @@ def test_utilisation_and_capacity_from_a_cpu_file(two_workers, tmp_path):
     runs = pd.read_csv(out / "runs.csv").set_index("run")
     assert runs.loc["wake-heavy", "utilisation_from"] == "CPU accounting"
     assert runs.loc["wake-heavy", "utilisation"] == pytest.approx(0.51)
+    # one ρ per run: the verdict's is the table's, and the model's λE[X] is not called ρ anywhere
+    assert runs.loc[n["top_run"], "utilisation"] == pytest.approx(n["top_rho"])
+    assert not [c for c in runs.columns if c.startswith("rho")]
+    assert runs.loc["wake-heavy", "model_load"] > 2 * runs.loc["wake-heavy", "utilisation"]   # the wake-up
+    html = (out / "index.html").read_text()
+    assert html.count("<th>utilisation ρ</th>") == 1 and "ρ (model)" not in html and "model load λE[X]" in html
     # a row naming a run that is not there, a bad number, a missing file: exit 2 naming where
     pd.DataFrame({"run": ["nosuch"], "cpu_share": [0.5]}).to_csv(tmp_path / "bad.csv", index=False)
     pd.DataFrame({"rate_cps": [10, "x"], "cpu_share": [0.1, 0.2]}).to_csv(tmp_path / "bad2.csv", index=False)

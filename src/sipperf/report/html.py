@@ -317,8 +317,12 @@ def _model(rep, fig) -> str:
         out.append("<h3>Predictions next to the measurements</h3>"
                    "<p>W is the mean wait in the socket queue, measured as Q − α·B and predicted by "
                    "Pollaczek–Khinchine (eq. 4.2) with each run's measured SCV and the fitted α(λ) (not the "
-                   "run's own α). Drops: the M/M/c/K blocking probability (eq. 5.3/5.4, E[X_c] = β·c·E[X_1]).</p>")
-        out.append(_table(d, fmt={"messages/s": 0, "ρ (model)": 3, "SCV of X": 3, "α of run": 2, "α fitted": 2,
+                   "run's own α). Drops: the M/M/c/K blocking probability (eq. 5.3/5.4, E[X_c] = β·c·E[X_1]). "
+                   "The model load λE[X] is what these predictions are computed at, from the fitted service "
+                   "time; it is not the run's utilisation. The run's one ρ is the measured one in the table of "
+                   "runs (its source beside it): a model load far from it says the fitted E[X] holds more than "
+                   "the proxy's work.</p>")
+        out.append(_table(d, fmt={"messages/s": 0, "model load λE[X]": 3, "SCV of X": 3, "α of run": 2, "α fitted": 2,
                                   "error (%)": 1, "drops measured": 4, "drops M/M/c/K": 4, "β of run": 3,
                                   "β fitted": 3, "K (packets)": 0}))
         if fit.alpha_curve is not None and pr["alpha_run"].notna().sum() >= 2:

@@ -85,10 +85,12 @@ def runs_table(rep: Report) -> pd.DataFrame:
                       ("zero_window_proxy", "zero_window_peers", "resets_proxy", "resets_peers", "retransmissions")})
         p = per.get(r.label)
         if p:
+            # one ρ per run, "utilisation" below; the model's λE[X] is its load, not a second ρ
+            named = {"rho": "model_load", "rho_run": "model_load_own_alpha", "pdr_pred": "pdr_pred_percent"}
             for k in ("rho", "rho_run", "ex_us", "scv", "alpha_run", "alpha_fit", "w_meas_us", "w_pred_us", "w_err_pct",
                       "beta_run", "beta_fit", "k_pkts", "pdr_pred"):
                 if k in p:
-                    d[k if k != "pdr_pred" else "pdr_pred_percent"] = 100 * p[k] if k == "pdr_pred" else p[k]
+                    d[named.get(k, k)] = 100 * p[k] if k == "pdr_pred" else p[k]
             ru = p.get("rho_run", float("nan"))
             rc = p.get("rho_cpu", float("nan"))
             if rc is not None and math.isfinite(rc):    # measured: the proxy's CPU accounting

@@ -103,7 +103,7 @@ def service_demand(rep) -> pd.DataFrame:
         "b_us": "B (µs)", "r_us": "R (µs)", "run": "from run"})
 
 
-PRED_COLUMNS = {"run": "run", "threads": "workers", "lam_pps": "messages/s", "rho": "ρ (model)",
+PRED_COLUMNS = {"run": "run", "threads": "workers", "lam_pps": "messages/s", "rho": "model load λE[X]",
                 "scv": "SCV of X", "alpha_run": "α of run", "alpha_fit": "α fitted", "w_meas_us": "W measured (µs)",
                 "w_pred_us": "W M/G/1 (µs)", "w_err_pct": "error (%)", "pdr_meas": "drops measured",
                 "pdr_pred": "drops M/M/c/K", "beta_run": "β of run", "beta_fit": "β fitted", "k_pkts": "K (packets)"}
