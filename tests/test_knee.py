@@ -244,3 +244,30 @@ def test_fit_all_uses_probes_and_cpu_points():
     assert k["measured_censored"] == "above" and k["model_refuted"] and not k["model_usable"]
     assert "c11_cps" not in g.constants and not g.capacity
     assert any("refuted" in n for n in g.notes)
+
+
+def test_c11_from_a_multi_worker_knee_needs_the_cores_it_ran_on():
+    """C_{1,1} is one core's capacity: read off a 4-worker knee it is the knee divided by T_{p,m}
+    for the cores the workers ran on, given (--cores), pinned, or shown by the proxy's CPU never
+    above one CPU; with none of these it is not stated (dividing by the 4 workers would assume a
+    core each).  SYNTHETIC runs, as above."""
+    from dataclasses import replace
+
+    from test_fit import _sweep
+
+    pr = [KneeProbe("p1", 700, 0.004, 8e4, threads=4), KneeProbe("p2", 800, 0.02, 8e4, threads=4)]
+
+    def c11(runs, **kw):
+        f = fit.fit_all(runs, n_boot=0, probes=pr, **kw)
+        return f, f.constants.get("c11_cps", {}).get("value")
+
+    base = [replace(r, threads=4, pdr_n=60_000.0) for r in _sweep()]
+    f, v = c11(base)
+    knee = f.knees[0]["measured_cps"]
+    assert v is None and any("cores they ran on are not known" in n for n in f.notes)
+    assert c11(base, cores=4)[1] == pytest.approx(knee / 6)                      # T_{1,4} = 6
+    assert c11([replace(r, cpus=2) for r in base])[1] == pytest.approx(knee / 4)  # pinned to 2: T_{1,2}
+    f1, v1 = c11([replace(r, cpu_share=0.97) for r in base])                     # one CPU's worth
+    assert v1 == pytest.approx(knee) and "never used more than 0.97" in f1.constants["c11_cps"]["how"]
+    assert c11([replace(r, cpu_share=1.9) for r in base])[1] is None             # two CPUs busy, cores unknown
+    assert c11(base, cores=1)[1] == pytest.approx(knee)                          # one core: the knee itself

@@ -67,6 +67,9 @@ MG1_MAX_PDR = 1e-3
 #: a run whose proxy used this share of the CPUs it may run on (or more) had its CPUs full: it is
 #: past the utilisation law's linear range and never one of the CPU line's light-load points
 CPU_FULL = 0.9
+#: a proxy that used at most this many CPU-seconds per second in every run of its best worker count
+#: ran on one core's worth of CPU (C_{1,1} is then its knee, whatever its workers)
+ONE_CPU_SHARE = 1.1
 #: runs whose own utilisation is at least this are left out of the α fit: a finite run near
 #: saturation has no stationary mean wait
 MG1_MAX_RHO = 0.95
@@ -1285,6 +1288,8 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
             t = threads_for_capacity(p, m)
             capacity.append({"processors": p, "cores": m, "threads": t, "capacity_cps": t * c11,
                              "ci95_cps": [t * x for x in c11_ci], "what": "model prediction (eq. 7.1)"})
+    elif c11_src.startswith("the best knee"):
+        notes.append("C_{1,1} cannot be fitted: " + c11_src)
     else:
         refuted = [k["threads"] for k in knees if k["model_refuted"]]
         notes.append("C_{1,1} cannot be fitted: no configuration has a measured 1 %-drop knee"
@@ -1354,17 +1359,34 @@ def _c11(runs, knees, processors, cores):
     if best is None:
         return float("nan"), [float("nan")] * 2, "", [], ""
     c, v, src, ci_ = best
-    if m is None or c == 1:
-        # the rule's C_{1,1} is one worker on one core: the single-worker knee is its measurement
-        t = 1 if c == 1 else c
-        how = (f"{src} 1 %-drop knee of the {c}-worker runs" + ("" if c == 1 else f" / {c} threads")
-               + " (C_{1,1} = one worker on one core; the extra cores of your machine, if any, carry the "
-                 "kernel's work)")
+    at_c = [r for r in runs if r.c == c]
+    if m is None and c > 1:
+        # the cores are not given: what the c-worker runs show of them, else no C_{1,1}
+        pinned = {r.cpus for r in at_c if r.cpus}
+        shares = [r.cpu_share for r in at_c if r.cpu_share is not None and math.isfinite(r.cpu_share)]
+        if len(pinned) == 1:
+            m, seen = pinned.pop(), "the CPUs the workers were allowed"
+        elif shares and max(shares) <= ONE_CPU_SHARE:
+            m, seen = 1, f"the proxy never used more than {max(shares):.2f} CPU-seconds per second"
+        else:
+            return (float("nan"), [float("nan")] * 2, "", [],
+                    f"the best knee is of {c} workers and the cores they ran on are not known (give --cores, "
+                    "or the proxy's CPU with --cpu): C_{1,1} is one core's capacity, and dividing by the "
+                    "workers would assume one core each")
+    else:
+        seen = "given"
+    if c == 1 or m is None or m == 1:
+        # C_{1,1} is one worker on one core: a one-worker knee is its measurement, and so is a knee
+        # measured on one core, whatever the workers
+        t = 1
+        how = (f"{src} 1 %-drop knee of the {c}-worker runs"
+               + (" (C_{1,1} = one worker on one core; the extra cores of your machine, if any, carry the "
+                  "kernel's work)" if c == 1 or m is None else f" on one core ({seen})"))
     else:
         t = threads_for_capacity(p, m)
-        how = f"{src} 1 %-drop knee of the best configuration ({c} workers) / T_{{{p},{m}}} = {t} (eq. 7.1)"
-    runs_used = [r.run for r in runs if r.c == c]
-    return v / t, [x / t for x in ci_], how, runs_used, src
+        how = (f"{src} 1 %-drop knee of the best configuration ({c} workers) / T_{{{p},{m}}} = {t} (eq. 7.1; "
+               f"{m} cores: {seen})")
+    return v / t, [x / t for x in ci_], how, [r.run for r in at_c], src
 
 
 def _perturb(r: RunInput, rng: np.random.Generator) -> RunInput:

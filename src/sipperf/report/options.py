@@ -23,7 +23,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offered", type=int, default=None, help="messages offered per run (PDR denominator)")
     p.add_argument("--threads", type=int, default=None, help="worker threads c of every run (default: from run "
                                                                   "metadata, else 1)")
-    p.add_argument("--cores", type=int, default=None, help="cores m of the proxy's machine (capacity rule)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores m the proxy ran on (the capacity rule; C₁,₁ read off a multi-worker knee needs them, "
+                        "or --cpu)")
     p.add_argument("--processors", type=int, default=None, help="processors p of the machine (default 1)")
     p.add_argument("--buffer-pkts", type=float, default=None,
                    help="socket-queue capacity K in packets (default: what drops show, else 200)")
