@@ -52,6 +52,9 @@ class Lab2Config:
     transport: str = "udp"
     #: over TCP: the caller's wait for each response of the INVITE (s) before it fails the call
     setup_deadline_s: float = 2.0
+    #: CPUs (a ``taskset -c`` list) for Kamailio, and for SIPp and dumpcap; None: not pinned
+    proxy_cpus: str | None = None
+    load_cpus: str | None = None
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Lab2Run:
     completed: int              #: calls whose BYE the proxy answered 200 to the caller (capture)
     busy: int                   #: calls the proxy answered 486 to the caller (capture)
     loadavg: float              #: 1-minute load before the run
+    uac_cpu_s: float = float("nan")   #: the calling SIPp's CPU seconds (last read before it exited)
 
     @property
     def cpu_share(self) -> float:
@@ -213,6 +217,10 @@ def count_capture(path: Path, port: int, uac_port: int) -> tuple[int, float, int
     return arrivals, rate, len(bye_ok), len(busy)
 
 
+def _pin(cpus: str | None) -> list[str]:
+    return ["taskset", "-c", cpus] if cpus else []
+
+
 class SecondLab:
     """Kamailio and the SIPp callee, started once; :meth:`run` offers one rate."""
 
@@ -248,11 +256,11 @@ class SecondLab:
                 text = text.replace(f'<recv response="{code}"', f'<recv response="{code}" timeout="{ms}"', 1)
             uac.write_text(text)
         self.proxy = subprocess.Popen(
-            ["kamailio", "-f", str(kcfg), "-DD", "-E", "-m", "1024", "-M", "32",
+            [*_pin(c.proxy_cpus), "kamailio", "-f", str(kcfg), "-DD", "-E", "-m", "1024", "-M", "32",
              "-P", str(self.out / "kamailio.pid")],
             stdout=open(self.out / "proxy.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.uas = subprocess.Popen(
-            ["sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.uas_port), "-nostdin", "-buff_size", "8388608",
+            [*_pin(c.load_cpus), "sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.uas_port), "-nostdin", "-buff_size", "8388608",
              *self._sipp_transport()],
             stdout=subprocess.DEVNULL, stderr=open(self.out / "uas.log", "w"), start_new_session=True,
             cwd=self.out)
@@ -297,7 +305,7 @@ class SecondLab:
         # proxy's port alone would keep only the caller's leg
         filt = (f"udp port {c.proxy_port}" if c.transport == "udp"
                 else f"tcp port {c.proxy_port} or tcp port {c.uas_port}")
-        dump = subprocess.Popen(["dumpcap", "-q", "-i", "lo", "-f", filt, "-B", "128",
+        dump = subprocess.Popen([*_pin(c.load_cpus), "dumpcap", "-q", "-i", "lo", "-f", filt, "-B", "128",
                                  "-w", str(cap)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
         deadline = time.monotonic() + 10
@@ -321,7 +329,7 @@ class SecondLab:
                 time.sleep(0.02)
         d0, cpu0, t0 = self._drops(), cpu_seconds(self.proxy.pid), time.monotonic()
         uac = subprocess.Popen(
-            ["sipp", "-sf", str(self.out / "uac.xml"), "-i", ADDR, "-p", str(c.uac_port),
+            [*_pin(c.load_cpus), "sipp", "-sf", str(self.out / "uac.xml"), "-i", ADDR, "-p", str(c.uac_port),
              f"{ADDR}:{c.proxy_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
              "-buff_size", "8388608", "-timeout", f"{c.timeout_s:g}s",
              "-cid_str", "lab2-%u-%p@%s", "-trace_stat", "-stf", f"{label}_uac_stats.csv", "-fd", "1",
@@ -329,10 +337,10 @@ class SecondLab:
             stdout=subprocess.DEVNULL, stderr=open(self.out / f"{label}_uac.log", "w"),
             start_new_session=True, cwd=self.out)
         try:
-            try:
-                uac.wait(timeout=c.timeout_s + 10)
-            except subprocess.TimeoutExpired:
-                pass
+            uac_cpu, end = float("nan"), time.monotonic() + c.timeout_s + 10
+            while uac.poll() is None and time.monotonic() < end:
+                uac_cpu = cpu_seconds(uac.pid)      # taskset execs SIPp in place: the same pid
+                time.sleep(0.25)
             time.sleep(0.3)                                 # the last responses and ACKs
             t1, cpu1, d1 = time.monotonic(), cpu_seconds(self.proxy.pid), self._drops()
         finally:
@@ -345,7 +353,7 @@ class SecondLab:
         return Lab2Run(label=label, nominal_cps=rate_cps, capture=cap, rate_cps=rate, arrivals=arrivals,
                        socket_drops=drops, kernel_pdr=drops / arrivals if arrivals else float("nan"),
                        cpu_s=cpu1 - cpu0, window_s=t1 - t0, calls=calls, completed=completed, busy=busy,
-                       loadavg=load1)
+                       loadavg=load1, uac_cpu_s=uac_cpu)
 
 
 def _by_rate(runs: list[Lab2Run]) -> dict[float, tuple[float, float]]:

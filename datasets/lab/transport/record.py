@@ -1,0 +1,138 @@
+"""Record the transport series into this directory (issue 39, item 3, in part): one Kamailio,
+driven by SIPp over UDP and over TCP past its knee, replicated, and read by ``sipperf report``.
+
+    sudo .venv/bin/python datasets/lab/transport/record.py [--reps 3] [--rates 400,800,...] [--seconds 6]
+
+The set-up is the second lab's (``tests/lab2``: its own Kamailio configuration with 2 workers,
+``children`` over UDP or ``tcp_children`` over TCP, a stateful relay; its own SIPp scenarios with
+one call in ten answered 486, constant-rate arrivals; over TCP one connection each way, as a
+trunk, and a caller that fails a call with no response within 2 s), with Kamailio pinned to CPU 0
+and both SIPp instances and dumpcap to CPU 1 (the measurement protocol: the generator never
+shares the proxy's CPU; its own CPU is recorded per run).
+
+Per replication the two transports alternate in order; within a transport the proxy is started
+once and the rates are offered from the lightest up.  Each series (one replication, one
+transport) is then given to ``sipperf report --threads 2 --cpu`` as an engineer would give it,
+and its captures are deleted (they stay out of git).  Written here:
+
+* ``runs.csv``: one row per run: what SIPp counted (calls started, successful, failed,
+  retransmissions), the kernel's drop counter at the proxy's socket, the proxy's and the calling
+  SIPp's CPU seconds, and what the report read of the run (rate, drops, failed calls, setup p99,
+  utilisation);
+* ``knees.csv``: one row per series: the report's knee, the kind of loss it rests on, and its
+  interval.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from lab2.driver import Lab2Config, SecondLab, missing_tools, port_free  # noqa: E402
+
+from sipperf.lab.sipp import read_stats  # noqa: E402
+
+SIPPERF = str(Path(sys.executable).with_name("sipperf"))
+RATES = (400, 800, 1200, 1600, 2000, 2400)
+WORKERS = 2
+RUN_COLUMNS = ("rep", "transport", "label", "offered_cps", "seconds", "sipp_started", "sipp_successful",
+               "sipp_failed", "sipp_failed_unexpected", "sipp_failed_timeout", "sipp_retransmissions", "kernel_drops", "kernel_pdr", "proxy_cpu_s", "window_s",
+               "uac_cpu_s", "load_before", "report_rate_cps", "report_loss_kind", "report_pdr_percent",
+               "report_failed_percent", "report_srd_p99_ms", "report_utilisation", "report_cpu_share")
+KNEE_COLUMNS = ("rep", "transport", "loss_kind", "knee_lo_cps", "knee_hi_cps", "censored", "located", "runs")
+
+
+def series(rep: int, transport: str, rates, seconds: float, tmp: Path) -> tuple[list[dict], dict]:
+    cfg = Lab2Config(transport=transport, proxy_port=5660, uas_port=5680, uac_port=5661, workers=WORKERS,
+                     seconds=seconds, timeout_s=40.0, proxy_cpus="0", load_cpus="1")
+    busy = [p for p in (cfg.proxy_port, cfg.uas_port, cfg.uac_port) if not port_free(p)]
+    if busy:
+        raise SystemExit(f"ports {busy} are in use on 127.0.0.1")
+    out = tmp / f"{transport}-{rep}"
+    rows, runs = [], []
+    with SecondLab(cfg, out) as lab:
+        for rate in rates:
+            r = lab.run(f"{transport}{rep}-r{int(rate):04d}", rate)
+            st = read_stats(out, f"{r.label}_uac_stats.csv")
+            runs.append(r)
+            rows.append({"rep": rep, "transport": transport, "label": r.label, "offered_cps": rate,
+                         "seconds": seconds, "sipp_started": st.get("OutgoingCall(C)"),
+                         "sipp_successful": st.get("SuccessfulCall(C)"), "sipp_failed": st.get("FailedCall(C)"),
+                         # a response out of the scenario's order (a 180 after its 200), a response
+                         # not received within the scenario's timeout: two causes SIPp counts apart
+                         "sipp_failed_unexpected": st.get("FailedUnexpectedMessage(C)"),
+                         "sipp_failed_timeout": st.get("FailedTimeoutOnRecv(C)"),
+                         "sipp_retransmissions": st.get("Retransmissions(C)"),
+                         "kernel_drops": r.socket_drops if transport == "udp" else "",
+                         "kernel_pdr": round(r.kernel_pdr, 6) if transport == "udp" else "",
+                         "proxy_cpu_s": round(r.cpu_s, 3), "window_s": round(r.window_s, 3),
+                         "uac_cpu_s": round(r.uac_cpu_s, 2), "load_before": r.loadavg})
+            print({k: rows[-1][k] for k in ("label", "sipp_started", "sipp_failed", "kernel_drops", "proxy_cpu_s",
+                                            "uac_cpu_s")}, flush=True)
+    cpu = out / "cpu.csv"
+    with open(cpu, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["run", "cpu_s", "window_s", "threads", "cpus"])
+        w.writerows([r.label, r.cpu_s, r.window_s, WORKERS, 1] for r in runs)
+    rep_dir = out / "report"
+    p = subprocess.run([SIPPERF, "report", *[str(r.capture) for r in runs], "--threads", str(WORKERS),
+                        "--cpu", str(cpu), "--out", str(rep_dir)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"sipperf report failed on {transport} replication {rep}:\n{p.stderr[-3000:]}")
+    import pandas as pd
+
+    table = pd.read_csv(rep_dir / "runs.csv").set_index("run")
+    for row in rows:
+        t = table.loc[row["label"]]
+        row.update({"report_rate_cps": round(float(t["rate_cps"]), 1), "report_loss_kind": t["loss_kind"],
+                    "report_pdr_percent": t["pdr_percent"], "report_failed_percent": round(float(t["failed_percent"]), 3),
+                    "report_srd_p99_ms": t.get("srd_p99_ms"), "report_utilisation": round(float(t["utilisation"]), 4),
+                    "report_cpu_share": round(float(t["cpu_share"]), 4)})
+    n = json.loads((rep_dir / "report.json").read_text())["verdict"]["numbers"]
+    lo, hi = n.get("knee_measured_ci95") or (None, None)
+    knee = {"rep": rep, "transport": transport, "loss_kind": n.get("loss_kind", ""), "knee_lo_cps": lo,
+            "knee_hi_cps": hi if hi is not None else "inf", "censored": n.get("knee_measured_censored", ""),
+            "located": n.get("knee_located"), "runs": len(runs)}
+    print(knee, flush=True)
+    return rows, knee
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rates", default=",".join(map(str, RATES)), help="offered calls/s, comma-separated")
+    ap.add_argument("--seconds", type=float, default=6.0, help="load per run")
+    ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument("--keep", type=Path, default=None, help="keep the captures and reports there")
+    ap.add_argument("--transports", default="udp,tcp")
+    a = ap.parse_args(argv)
+    if missing_tools():
+        print(f"missing: {', '.join(missing_tools())}", file=sys.stderr)
+        return 2
+    rates = [float(x) for x in a.rates.split(",")]
+    runs, knees = [], []
+    order = a.transports.split(",")
+    with tempfile.TemporaryDirectory(prefix="sipperf-transport-") as tmp:
+        for rep in range(1, a.reps + 1):
+            for transport in (order if rep % 2 else order[::-1]):
+                r, k = series(rep, transport, rates, a.seconds, a.keep or Path(tmp))
+                runs += r
+                knees.append(k)
+    for name, cols, rows in (("runs.csv", RUN_COLUMNS, runs), ("knees.csv", KNEE_COLUMNS, knees)):
+        with open(a.out / name, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=cols)
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
