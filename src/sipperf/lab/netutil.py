@@ -1,4 +1,4 @@
-"""Loopback helpers: who listens on a UDP port, the receive-buffer account of a socket.
+"""Loopback helpers: who listens on a port, the receive-buffer account of a socket.
 
 ``pid``: read the tables of the network namespace ``pid`` lives in (``/proc/<pid>/net/``; the
 lab's three-namespace option, :mod:`sipperf.lab.netns`); None: this process's own.
@@ -39,6 +39,14 @@ def udp_socket_info(addr: str, port: int, pid: int | None = None) -> dict | None
 def port_in_use(addr: str, port: int, pid: int | None = None) -> bool:
     return (udp_socket_info(addr, port, pid) is not None
             or udp_socket_info("0.0.0.0", port, pid) is not None)
+
+
+def listening(port: int) -> bool:
+    """Whether any socket of this namespace listens on TCP ``port`` or is bound to UDP ``port``
+    (any address; ``ss``)."""
+    import subprocess
+    got = subprocess.run(["ss", "-Hlntu", f"( sport = :{port} )"], capture_output=True, text=True).stdout
+    return bool(got.strip())
 
 
 def wait_udp_bound(addr: str, port: int, timeout_s: float = 10.0, pid: int | None = None) -> bool:

@@ -55,6 +55,24 @@ def alive(pid: int) -> bool:
         return False
 
 
+def reap(pids, timeout_s: float) -> list[int]:
+    """Wait up to ``timeout_s`` (in all) for ``pids`` to exit, then SIGKILL each still alive, by
+    its pid; returns the pids killed (a forked worker that outlives its parent still holds its
+    sockets)."""
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    for c in pids:
+        while alive(c) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive(c):
+            try:
+                os.kill(c, signal.SIGKILL)
+                killed.append(c)
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 @dataclass
 class Proc:
     name: str
@@ -110,16 +128,7 @@ class ProcessGroup:
                 os.kill(p.pid, signal.SIGKILL)
                 info["killed"].append(p.pid)
                 p.popen.wait(timeout=5)
-        deadline = time.monotonic() + 3.0
-        for c in p.children:
-            while alive(c) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if alive(c):
-                try:
-                    os.kill(c, signal.SIGKILL)
-                    info["killed"].append(c)
-                except ProcessLookupError:
-                    pass
+        info["killed"] += reap(p.children, 3.0)
         info["returncode"] = p.popen.returncode
         if p.log:
             p.log.close()

@@ -286,7 +286,7 @@ def caller(transport: str, client: ssl.SSLContext, calls: int, cps: float, log: 
 def _stop(p: subprocess.Popen) -> None:
     """Stop ``p`` by its pid and wait until every process it forked has gone too (a worker
     that outlives its parent would still hold the proxy's ports for the next run)."""
-    from sipperf.lab.procs import alive
+    from sipperf.lab.procs import reap
     kids = _tree(p.pid)[1:] if p.poll() is None else []
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
@@ -295,21 +295,7 @@ def _stop(p: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-    deadline = time.monotonic() + 5
-    for c in kids:
-        while alive(c) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if alive(c):
-            try:
-                os.kill(c, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def _listening(port: int) -> bool:
-    """Whether any socket on this host listens on TCP ``port`` or is bound to UDP ``port``."""
-    got = subprocess.run(["ss", "-Hlntu", f"( sport = :{port} )"], capture_output=True, text=True).stdout
-    return bool(got.strip())
+    reap(kids, 5.0)
 
 
 def missing() -> list[str]:
@@ -355,7 +341,8 @@ def _start_proxy(out: Path, log_fh, shm_mb: int, pkg_mb: int, proxy_cpu: int | N
     TLS port: left out while a capture runs, whose key logs would not hold the probe's secrets);
     ``shm_mb``/``pkg_mb``: its shared and per-process memory (``-m``/``-M``)."""
     deadline = time.monotonic() + 15
-    while busy := [p for p in (PORTS[t][0] for t in PORTS) if _listening(p)]:
+    from sipperf.lab.netutil import listening
+    while busy := [p for p in (PORTS[t][0] for t in PORTS) if listening(p)]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the lab's proxy ports are taken by another process: {busy}")
         time.sleep(0.2)
