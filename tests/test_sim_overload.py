@@ -201,3 +201,16 @@ def test_long_overload_table_maps_to_run_columns(tmp_path):
     three, _ = read_overload(FIXTURES, p, p2)
     assert set(three["source"]) == {"runs", "long", "protocol"}
     assert len(three) == len(both) + 1
+
+
+def test_replicated_sweep_extends_the_single_one():
+    """sim_overload_reps.csv (``--replicated``): five replications of every point, the first the very
+    run of sim_overload.csv (the same seeds), the others independent."""
+    from sipperf.sim.precomputed import load_precomputed
+
+    single, reps = load_precomputed("overload"), load_precomputed("overload_reps")
+    assert sorted(reps["rep"].unique()) == [0, 1, 2, 3, 4]
+    assert (reps.groupby(["scenario", "load_factor"]).size() == 5).all()
+    first = reps[reps["rep"] == 0].merge(single, on=["scenario", "load_factor"], suffixes=("", "_1"))
+    assert len(first) == len(single) and np.allclose(first["goodput_cps"], first["goodput_cps_1"])
+    assert reps.groupby(["scenario", "load_factor"])["seed"].nunique().eq(5).all()

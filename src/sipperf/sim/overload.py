@@ -468,6 +468,29 @@ def _priority_main(a, out, write_with_provenance) -> int:
     return 0
 
 
+def _replicated_main(a, out, write_with_provenance) -> int:
+    import os
+    import time
+
+    t, load0 = time.perf_counter(), os.getloadavg()
+    df = replicate(a.reps, LOAD_FACTORS, SCENARIOS, seed=a.seed)
+    load1 = os.getloadavg()
+    cmd = f"python -m sipperf.sim.overload --replicated --reps {a.reps} --seed {a.seed}"
+    what = ("Chapter 11's overload scenarios (src/sipperf/sim/overload.py, SimPy), replicated: "
+            + "; ".join(f"{k}: {v or 'defaults'}" for k, v in SCENARIOS.items())
+            + f".  Defaults: {asdict(OverloadParams())}.  Offered load = load_factor x capacity, load_factor "
+            f"in {list(LOAD_FACTORS)}; {a.reps} independent replications per point (column rep; seed = --seed "
+            "+ 1000 rep + index of the load, so rep 0 is the single run of sim_overload.csv with the same "
+            "--seed).  goodput_cps = calls started in the measurement window that were set up within Timer B "
+            f"and torn down within Timer F, per second.  {time.perf_counter() - t:.0f} s wall on one CPU; "
+            f"/proc/loadavg 1/5/15-min {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at the start, "
+            f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} at the end.")
+    write_with_provenance(df, out, what, cmd,
+                          source="the SimPy overload model of chapter 11 (src/sipperf/sim/overload.py), replicated")
+    print(df.groupby(["scenario", "load_factor"])["goodput_cps"].agg(["mean", "std"]).round(2).to_string())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
@@ -482,10 +505,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="default datasets/precomputed/sim_overload.csv (sim_priority.csv with --priority)")
     ap.add_argument("--priority", action="store_true",
                     help="the priorities chapter's scenarios, replicated, into sim_priority.csv")
-    ap.add_argument("--reps", type=int, default=5, help="replications per point with --priority")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="replications per point with --priority or --replicated")
+    ap.add_argument("--replicated", action="store_true",
+                    help="chapter 11's scenarios at every load, --reps replications, into sim_overload_reps.csv")
     a = ap.parse_args(argv)
     if a.priority:
         return _priority_main(a, a.out or OUT_DIR / "sim_priority.csv", write_with_provenance)
+    if a.replicated:
+        return _replicated_main(a, a.out or OUT_DIR / "sim_overload_reps.csv", write_with_provenance)
     a.out = a.out or OUT_DIR / "sim_overload.csv"
     t, load0 = time.perf_counter(), os.getloadavg()[0]
     summary, ts = sweep(seed=a.seed)
