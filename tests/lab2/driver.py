@@ -48,13 +48,20 @@ class Lab2Config:
     timeout_s: float = 40.0     #: a run that has not ended by then is stopped
     #: "udp", or "tcp": Kamailio's ``tcp_children`` workers (``workers`` of them) on a TCP listener,
     #: SIPp over one TCP connection each way (``-t t1``, as a trunk), no retransmissions (TCP is
-    #: reliable: SIPp and the proxy's tm do not retransmit over it)
+    #: reliable: SIPp and the proxy's tm do not retransmit over it); or "tcp-tn": the same proxy,
+    #: but the caller opens a new TCP connection for every call and closes it at the call's end
+    #: (SIPp ``-t tn``, as phones without connection reuse); the proxy keeps one to the callee
     transport: str = "udp"
     #: over TCP: the caller's wait for each response of the INVITE (s) before it fails the call
     setup_deadline_s: float = 2.0
     #: CPUs (a ``taskset -c`` list) for Kamailio, and for SIPp and dumpcap; None: not pinned
     proxy_cpus: str | None = None
     load_cpus: str | None = None
+
+
+    @property
+    def over_tcp(self) -> bool:
+        return self.transport in ("tcp", "tcp-tn")
 
 
 @dataclass
@@ -236,16 +243,16 @@ class SecondLab:
         self._old_term = signal.signal(signal.SIGTERM, _raise_exit)
         kcfg = _render("kamailio.cfg", self.out, {"PROXY_PORT": c.proxy_port, "UAS_PORT": c.uas_port})
         text = kcfg.read_text().replace("children=2", f"children={c.workers}")
-        if c.transport == "tcp":
+        if c.over_tcp:
             text = (text.replace("disable_tcp=yes", f"disable_tcp=no\ntcp_children={c.workers}\n"
-                                 "tcp_connection_lifetime=3605\ntcp_max_connections=4096")
+                                 "tcp_connection_lifetime=3605\ntcp_max_connections=65536")
                     .replace(f"listen=udp:{ADDR}:{c.proxy_port}", f"listen=tcp:{ADDR}:{c.proxy_port}")
                     .replace(f'$du = "sip:{ADDR}:{c.uas_port}";', f'$du = "sip:{ADDR}:{c.uas_port};transport=tcp";'))
             assert f"listen=tcp:{ADDR}:{c.proxy_port}" in text and "transport=tcp" in text
         kcfg.write_text(text)
         uas = _render("uas.xml", self.out, {"BUSY_CHANCE": c.busy_chance})
         uac = _render("uac.xml", self.out, {})
-        if c.transport == "tcp":              # in-dialog requests must come back over TCP
+        if c.over_tcp:                        # in-dialog requests must come back over TCP
             for sc in (uas, uac):
                 sc.write_text(sc.read_text().replace("[local_port]>", "[local_port];transport=tcp>"))
             # no retransmission timer runs over TCP: the caller gives up on a call that has no answer
@@ -267,7 +274,7 @@ class SecondLab:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                socket_drops(c.proxy_port) if c.transport == "udp" else tcp_listening(c.proxy_port)
+                socket_drops(c.proxy_port) if not c.over_tcp else tcp_listening(c.proxy_port)
                 break
             except RuntimeError:
                 if self.proxy.poll() is not None:
@@ -278,11 +285,16 @@ class SecondLab:
         time.sleep(1.0)
         return self
 
-    def _sipp_transport(self) -> list[str]:
-        return ["-t", "t1", "-max_reconnect", "0"] if self.cfg.transport == "tcp" else []
+    def _sipp_transport(self, caller: bool = False) -> list[str]:
+        if not self.cfg.over_tcp:
+            return []
+        if caller and self.cfg.transport == "tcp-tn":
+            # a socket per call in progress; SIPp refuses to start if its cap exceeds the fd limit
+            return ["-t", "tn", "-max_reconnect", "0", "-max_socket", "16000"]
+        return ["-t", "t1", "-max_reconnect", "0"]
 
     def _drops(self) -> int:
-        return socket_drops(self.cfg.proxy_port) if self.cfg.transport == "udp" else 0
+        return socket_drops(self.cfg.proxy_port) if not self.cfg.over_tcp else 0
 
     def __exit__(self, *exc) -> None:
         try:
@@ -303,7 +315,7 @@ class SecondLab:
         load1 = float(Path("/proc/loadavg").read_text().split()[0])
         # over TCP the proxy reaches the callee from an ephemeral port of its own: a filter on the
         # proxy's port alone would keep only the caller's leg
-        filt = (f"udp port {c.proxy_port}" if c.transport == "udp"
+        filt = (f"udp port {c.proxy_port}" if not c.over_tcp
                 else f"tcp port {c.proxy_port} or tcp port {c.uas_port}")
         dump = subprocess.Popen([*_pin(c.load_cpus), "dumpcap", "-q", "-i", "lo", "-f", filt, "-B", "128",
                                  "-w", str(cap)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -333,7 +345,7 @@ class SecondLab:
              f"{ADDR}:{c.proxy_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
              "-buff_size", "8388608", "-timeout", f"{c.timeout_s:g}s",
              "-cid_str", "lab2-%u-%p@%s", "-trace_stat", "-stf", f"{label}_uac_stats.csv", "-fd", "1",
-             *self._sipp_transport()],
+             *self._sipp_transport(caller=True)],
             stdout=subprocess.DEVNULL, stderr=open(self.out / f"{label}_uac.log", "w"),
             start_new_session=True, cwd=self.out)
         try:

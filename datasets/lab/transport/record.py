@@ -3,6 +3,10 @@ driven by SIPp over UDP and over TCP past its knee, replicated, and read by ``si
 
     sudo .venv/bin/python datasets/lab/transport/record.py [--reps 3] [--rates 400,800,...] [--seconds 6]
 
+The connection series (``datasets/lab/connections``) is the same recorder with
+``--transports tcp,tcp-tn --out datasets/lab/connections``: one TCP connection for all calls
+against a new connection per call (SIPp ``-t tn``), on the same proxy.
+
 The set-up is the second lab's (``tests/lab2``: its own Kamailio configuration with 2 workers,
 ``children`` over UDP or ``tcp_children`` over TCP, a stateful relay; its own SIPp scenarios with
 one call in ten answered 486, constant-rate arrivals; over TCP one connection each way, as a
