@@ -197,3 +197,14 @@ def test_fit_all_degrades():
     f1 = fit.fit_all(_sweep(rates=(100,)), n_boot=5)
     assert not f1.constants["alpha"]["identified"]
     assert math.isfinite(f1.knees[0]["model_cps"])
+
+
+def test_drop_probability_needs_a_positive_service_time():
+    """A zero service time (a light-load sojourn read as all waiting) is refused by name, not
+    divided by: the fit then states no drop prediction for the run."""
+    from sipperf.fit import drop_probability
+
+    for bad in (0.0, -5.0, float("nan")):
+        with pytest.raises(ValueError, match="positive service time"):
+            drop_probability(6000.0, bad, 1, 200.0)
+    assert 0 < drop_probability(6000.0, 150.0, 1, 200.0) < 1

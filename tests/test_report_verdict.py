@@ -360,3 +360,26 @@ def test_the_cpu_ceiling_is_kept_unless_a_measurement_overturns_it(heavy_share, 
     if not overturned:
         assert numbers["cpu_full_from_cps"] == 1750 and "lower bound on the capacity" in text
         assert "fell with the load" in text   # 1.1 ms per call at 200 calls/s, 0.55 ms at 1,750
+
+
+def test_the_measured_utilisation_needs_no_model(two_workers, tmp_path, monkeypatch):
+    """If the model fit fails (here made to raise), each run's utilisation from the CPU accounting is
+    still in runs.csv: a measurement does not wait for a model; the failure is named."""
+    import sipperf.fit as fitmod
+
+    def broken(*a, **k):
+        raise ValueError("planted failure")
+
+    monkeypatch.setattr(fitmod, "fit_all", broken)
+    cpu = tmp_path / "cpu.csv"
+    pd.DataFrame({"run": ["wake-light", "wake-heavy"], "cpu_s": [0.12 * 30, 1.02 * 30],
+                  "window_s": [30, 30], "threads": [2, 2]}).to_csv(cpu, index=False)
+    out = tmp_path / "rep"
+    ins = [str(two_workers / "wake-light.csv"), str(two_workers / "wake-heavy.csv")]
+    assert main(["report", *ins, "--out", str(out), "--threads", "2", "--cores", "2", "--cpu", str(cpu),
+                 "--bootstrap", "0", "--slowest", "0"]) == 0
+    assert "planted failure" in json.loads((out / "report.json").read_text())["fit_error"]
+    runs = pd.read_csv(out / "runs.csv").set_index("run")
+    assert runs.loc["wake-heavy", "utilisation_from"] == "CPU accounting"
+    assert runs.loc["wake-heavy", "utilisation"] == pytest.approx(1.02 / 2)
+    assert runs.loc["wake-light", "utilisation"] == pytest.approx(0.12 / 2)

@@ -5,7 +5,9 @@ driven by SIPp over UDP and over TCP past its knee, replicated, and read by ``si
 
 The connection series (``datasets/lab/connections``) is the same recorder with
 ``--transports tcp,tcp-tn --out datasets/lab/connections``: one TCP connection for all calls
-against a new connection per call (SIPp ``-t tn``), on the same proxy.
+against a new connection per call (SIPp ``-t tn``), on the same proxy.  The worker series
+(``datasets/lab/tcp_children``) is ``--transports tcp --workers 1,2,4 --out
+datasets/lab/tcp_children``: Kamailio's ``tcp_children`` varied, one connection for all calls.
 
 The set-up is the second lab's (``tests/lab2``: its own Kamailio configuration with 2 workers,
 ``children`` over UDP or ``tcp_children`` over TCP, a stateful relay; its own SIPp scenarios with
@@ -50,21 +52,25 @@ WORKERS = 2
 RUN_COLUMNS = ("rep", "transport", "label", "offered_cps", "seconds", "sipp_started", "sipp_successful",
                "sipp_failed", "sipp_failed_unexpected", "sipp_failed_timeout", "sipp_retransmissions", "kernel_drops", "kernel_pdr", "proxy_cpu_s", "window_s",
                "uac_cpu_s", "load_before", "report_rate_cps", "report_loss_kind", "report_pdr_percent",
-               "report_failed_percent", "report_srd_p99_ms", "report_utilisation", "report_cpu_share")
-KNEE_COLUMNS = ("rep", "transport", "loss_kind", "knee_lo_cps", "knee_hi_cps", "censored", "located", "runs")
+               "report_failed_percent", "report_srd_p99_ms", "report_utilisation", "report_cpu_share", "workers")
+KNEE_COLUMNS = ("rep", "transport", "loss_kind", "knee_lo_cps", "knee_hi_cps", "censored", "located", "runs",
+                "workers")
 
 
-def series(rep: int, transport: str, rates, seconds: float, tmp: Path) -> tuple[list[dict], dict]:
-    cfg = Lab2Config(transport=transport, proxy_port=5660, uas_port=5680, uac_port=5661, workers=WORKERS,
+def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: int = WORKERS,
+           tag: str = "") -> tuple[list[dict], dict]:
+    """One replication of one transport with ``workers`` Kamailio workers; ``tag`` goes into the
+    run labels (``-c4`` when several worker counts are recorded)."""
+    cfg = Lab2Config(transport=transport, proxy_port=5660, uas_port=5680, uac_port=5661, workers=workers,
                      seconds=seconds, timeout_s=40.0, proxy_cpus="0", load_cpus="1")
     busy = [p for p in (cfg.proxy_port, cfg.uas_port, cfg.uac_port) if not port_free(p)]
     if busy:
         raise SystemExit(f"ports {busy} are in use on 127.0.0.1")
-    out = tmp / f"{transport}-{rep}"
+    out = tmp / f"{transport}{tag}-{rep}"
     rows, runs = [], []
     with SecondLab(cfg, out) as lab:
         for rate in rates:
-            r = lab.run(f"{transport}{rep}-r{int(rate):04d}", rate)
+            r = lab.run(f"{transport}{rep}{tag}-r{int(rate):04d}", rate)
             st = read_stats(out, f"{r.label}_uac_stats.csv")
             runs.append(r)
             rows.append({"rep": rep, "transport": transport, "label": r.label, "offered_cps": rate,
@@ -78,16 +84,16 @@ def series(rep: int, transport: str, rates, seconds: float, tmp: Path) -> tuple[
                          "kernel_drops": r.socket_drops if transport == "udp" else "",
                          "kernel_pdr": round(r.kernel_pdr, 6) if transport == "udp" else "",
                          "proxy_cpu_s": round(r.cpu_s, 3), "window_s": round(r.window_s, 3),
-                         "uac_cpu_s": round(r.uac_cpu_s, 2), "load_before": r.loadavg})
+                         "uac_cpu_s": round(r.uac_cpu_s, 2), "load_before": r.loadavg, "workers": workers})
             print({k: rows[-1][k] for k in ("label", "sipp_started", "sipp_failed", "kernel_drops", "proxy_cpu_s",
                                             "uac_cpu_s")}, flush=True)
     cpu = out / "cpu.csv"
     with open(cpu, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["run", "cpu_s", "window_s", "threads", "cpus"])
-        w.writerows([r.label, r.cpu_s, r.window_s, WORKERS, 1] for r in runs)
+        w.writerows([r.label, r.cpu_s, r.window_s, workers, 1] for r in runs)
     rep_dir = out / "report"
-    p = subprocess.run([SIPPERF, "report", *[str(r.capture) for r in runs], "--threads", str(WORKERS),
+    p = subprocess.run([SIPPERF, "report", *[str(r.capture) for r in runs], "--threads", str(workers),
                         "--cpu", str(cpu), "--out", str(rep_dir)], capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"sipperf report failed on {transport} replication {rep}:\n{p.stderr[-3000:]}")
@@ -98,13 +104,16 @@ def series(rep: int, transport: str, rates, seconds: float, tmp: Path) -> tuple[
         t = table.loc[row["label"]]
         row.update({"report_rate_cps": round(float(t["rate_cps"]), 1), "report_loss_kind": t["loss_kind"],
                     "report_pdr_percent": t["pdr_percent"], "report_failed_percent": round(float(t["failed_percent"]), 3),
-                    "report_srd_p99_ms": t.get("srd_p99_ms"), "report_utilisation": round(float(t["utilisation"]), 4),
+                    "report_srd_p99_ms": t.get("srd_p99_ms"), "report_utilisation": round(float(t.get("utilisation", float("nan"))), 4),
                     "report_cpu_share": round(float(t["cpu_share"]), 4)})
-    n = json.loads((rep_dir / "report.json").read_text())["verdict"]["numbers"]
+    rj = json.loads((rep_dir / "report.json").read_text())
+    if rj.get("fit_error"):
+        print(f"the report's model fit failed on {transport} replication {rep}: {rj['fit_error']}", flush=True)
+    n = rj["verdict"]["numbers"]
     lo, hi = n.get("knee_measured_ci95") or (None, None)
     knee = {"rep": rep, "transport": transport, "loss_kind": n.get("loss_kind", ""), "knee_lo_cps": lo,
             "knee_hi_cps": hi if hi is not None else "inf", "censored": n.get("knee_measured_censored", ""),
-            "located": n.get("knee_located"), "runs": len(runs)}
+            "located": n.get("knee_located"), "runs": len(runs), "workers": workers}
     print(knee, flush=True)
     return rows, knee
 
@@ -117,6 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--keep", type=Path, default=None, help="keep the captures and reports there")
     ap.add_argument("--transports", default="udp,tcp")
+    ap.add_argument("--workers", default=str(WORKERS),
+                    help="Kamailio worker counts (children / tcp_children), comma-separated")
     a = ap.parse_args(argv)
     if missing_tools():
         print(f"missing: {', '.join(missing_tools())}", file=sys.stderr)
@@ -124,10 +135,14 @@ def main(argv=None) -> int:
     rates = [float(x) for x in a.rates.split(",")]
     runs, knees = [], []
     order = a.transports.split(",")
+    counts = [int(x) for x in a.workers.split(",")]
+    # every (transport, workers) pair once per replication, the order reversed every other one
+    cells = [(t, c) for t in order for c in counts]
     with tempfile.TemporaryDirectory(prefix="sipperf-transport-") as tmp:
         for rep in range(1, a.reps + 1):
-            for transport in (order if rep % 2 else order[::-1]):
-                r, k = series(rep, transport, rates, a.seconds, a.keep or Path(tmp))
+            for transport, c in (cells if rep % 2 else cells[::-1]):
+                r, k = series(rep, transport, rates, a.seconds, a.keep or Path(tmp), workers=c,
+                              tag=f"-c{c}" if len(counts) > 1 else "")
                 runs += r
                 knees.append(k)
     for name, cols, rows in (("runs.csv", RUN_COLUMNS, runs), ("knees.csv", KNEE_COLUMNS, knees)):

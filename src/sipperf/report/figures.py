@@ -376,7 +376,8 @@ def drop_curves(rep) -> dict[int, dict[str, np.ndarray]]:
         for cps in grid:
             lam = cps * rep.msgs_per_call
             b = 1.0 if c == 1 else max(float(fit.beta_plane(lam, c)), 1e-3)
-            p.append(drop_probability(lam, fit.ex1(lam), c, k["k_pkts"], b))
+            ex = float(fit.ex1(lam))
+            p.append(drop_probability(lam, ex, c, k["k_pkts"], b) if ex > 0 else float("nan"))
         out[c] = {"cps": grid, "p": np.array(p)}
     return out
 
