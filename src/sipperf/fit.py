@@ -352,6 +352,18 @@ def fit_alpha_curve(lam_pps: Sequence[float], alphas: Sequence[float], lam0_pps:
     return AlphaCurve((lam0_pps, lb, lmax), (1.0, v_b, v_b + s2 * (lmax - lb)), family)
 
 
+def cpu_utilisation(cpu_share: float | None, threads: int, cpus: int | None) -> tuple[float, str]:
+    """A run's measured utilisation from the proxy's CPU accounting: its CPU-seconds per second
+    over the CPUs its ``threads`` workers could keep busy (``min(threads, cpus)``; ``threads``
+    when the CPUs are not known), and what that is per ("worker" or "CPU").  NaN without a
+    positive CPU share."""
+    if cpu_share is None or not math.isfinite(cpu_share) or cpu_share <= 0:
+        return float("nan"), ""
+    c = threads or 1
+    servers = min(c, cpus) if cpus else c
+    return cpu_share / servers, ("worker" if servers == c else "CPU")
+
+
 def drop_probability(lam_pps: float, ex1_us: float, c: int, k_pkts: float, beta: float = 1.0) -> float:
     """M/M/c/K drop probability (eq. 5.3/5.4) with E[X_c] = β·c·E[X_1] (eq. 5.5)."""
     exc = beta * c * ex1_us
@@ -1222,10 +1234,9 @@ def fit_all(runs: Iterable[RunInput], *, msgs_per_call: float = 6.0, default_k: 
             # the traced path's busy time per second: what the measured service times account for
             x_run = m.mean(a_run) if math.isfinite(a_run) else ex
             d["traced_share"] = r.lam_pps * x_run * 1e-6 if r.lam_pps > 0 else float("nan")
-            if r.cpu_share is not None and math.isfinite(r.cpu_share) and r.cpu_share > 0:
-                servers = min(r.c, r.cpus) if r.cpus else r.c
-                d["rho_cpu"] = r.cpu_share / servers
-                d["rho_per"] = "worker" if servers == r.c else "CPU"
+            rho_cpu, per = cpu_utilisation(r.cpu_share, r.c, r.cpus)
+            if math.isfinite(rho_cpu):
+                d["rho_cpu"], d["rho_per"] = rho_cpu, per
                 d["cpus"] = r.cpus
                 d["outside_traced"] = 1.0 - d["traced_share"] / r.cpu_share
             if r.c == 1:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sipperf.fit import cpu_utilisation
 from sipperf.report.runs import RunMeasure
 
 __all__ = ["RunResult", "Report", "runs_table", "fit_json", "clean"]
@@ -84,12 +85,11 @@ def runs_table(rep: Report) -> pd.DataFrame:
             d.update({f"tcp_{k}": tcp.get(k, 0 if tcp else None) for k in
                       ("zero_window_proxy", "zero_window_peers", "resets_proxy", "resets_peers", "retransmissions")})
         p = per.get(r.label)
-        if m is not None and not (p and p.get("rho_cpu") is not None and math.isfinite(p["rho_cpu"])) \
-                and m.cpu_share is not None and math.isfinite(m.cpu_share) and m.cpu_share > 0:
-            # measured utilisation needs no model: the CPU the run's workers used, per CPU they could use
-            c = m.fit_input.threads or 1
-            d["utilisation"] = m.cpu_share / (min(c, m.cpus) if m.cpus else c)
-            d["utilisation_from"] = "CPU accounting"
+        # a measured utilisation needs no model: the fit may have failed, or have no row for the run
+        fi = m.fit_input if m is not None else None
+        rc = cpu_utilisation(fi.cpu_share, fi.threads, fi.cpus)[0] if fi is not None else float("nan")
+        if math.isfinite(rc):
+            d["utilisation"], d["utilisation_from"] = rc, "CPU accounting"
         if p:
             # one ρ per run, "utilisation" below; the model's λE[X] is its load, not a second ρ
             named = {"rho": "model_load", "rho_run": "model_load_own_alpha", "pdr_pred": "pdr_pred_percent"}
@@ -98,10 +98,7 @@ def runs_table(rep: Report) -> pd.DataFrame:
                 if k in p:
                     d[named.get(k, k)] = 100 * p[k] if k == "pdr_pred" else p[k]
             ru = p.get("rho_run", float("nan"))
-            rc = p.get("rho_cpu", float("nan"))
-            if rc is not None and math.isfinite(rc):    # measured: the proxy's CPU accounting
-                d["utilisation"], d["utilisation_from"] = rc, "CPU accounting"
-            elif d.get("utilisation_from") != "CPU accounting":
+            if not math.isfinite(rc):                   # no CPU accounting: the model's reading
                 d["utilisation"] = ru if ru is not None and math.isfinite(ru) else p.get("rho", float("nan"))
                 d["utilisation_from"] = ("sojourn (upper bound)" if m is not None and m.fit_input.q_kind == "sojourn"
                                          else "traced service time")

@@ -443,52 +443,48 @@ def replicate(reps: int, factors=PRIORITY_FACTORS, scenarios: dict[str, dict] | 
                       for r in range(reps)], ignore_index=True)
 
 
-def _priority_main(a, out, write_with_provenance) -> int:
+def _write_replicated(a, out, write_with_provenance, factors, scenarios, flag: str, head: str, tail: str,
+                      source: str) -> int:
+    """Run :func:`replicate` for ``--priority`` or ``--replicated`` and write it with its provenance:
+    ``head`` describes the scenarios, ``tail`` the columns beyond goodput."""
     import os
     import time
 
     t, load0 = time.perf_counter(), os.getloadavg()
-    df = replicate(a.reps, seed=a.seed)
+    df = replicate(a.reps, factors, scenarios, seed=a.seed)
     load1 = os.getloadavg()
-    cmd = f"python -m sipperf.sim.overload --priority --reps {a.reps} --seed {a.seed}"
-    what = ("Priorities and INVITE-first rejection in the SIP overload model (src/sipperf/sim/overload.py, "
-            "SimPy), for the chapter on priorities.  Scenarios (overrides of OverloadParams, retransmissions "
-            "on): " + "; ".join(f"{k}: {v or 'defaults'}" for k, v in PRIORITY_SCENARIOS.items())
+    cmd = f"python -m sipperf.sim.overload {flag} --reps {a.reps} --seed {a.seed}"
+    what = (head + "; ".join(f"{k}: {v or 'defaults'}" for k, v in scenarios.items())
             + f".  Defaults: {asdict(OverloadParams())}.  Offered load = load_factor x capacity, load_factor in "
-            f"{list(PRIORITY_FACTORS)}; {a.reps} independent replications per point (column rep; seed = --seed + "
-            "1000 rep + index of the load).  goodput_cps = calls started in the measurement window that were "
-            "set up within Timer B and torn down within Timer F, per second; failed_after_setup_share = set-up "
-            "calls that did not complete; bye_*_s = BYE to its 200 OK at the caller, completed calls.  "
-            f"{time.perf_counter() - t:.0f} s wall on one CPU; /proc/loadavg 1/5/15-min "
-            f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at the start, {load1[0]:.2f} {load1[1]:.2f} "
-            f"{load1[2]:.2f} at the end.")
-    write_with_provenance(df, out, what, cmd,
-                          source="the SimPy overload model (src/sipperf/sim/overload.py), priority scenarios")
+            f"{list(factors)}; {a.reps} independent replications per point (column rep; seed = --seed + "
+            "1000 rep + index of the load" + tail + f"  {time.perf_counter() - t:.0f} s wall on one CPU; "
+            f"/proc/loadavg 1/5/15-min {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at the start, "
+            f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} at the end.")
+    write_with_provenance(df, out, what, cmd, source=source)
     print(df.groupby(["scenario", "load_factor"])["goodput_cps"].agg(["mean", "std"]).round(2).to_string())
     return 0
+
+
+def _priority_main(a, out, write_with_provenance) -> int:
+    return _write_replicated(
+        a, out, write_with_provenance, PRIORITY_FACTORS, PRIORITY_SCENARIOS, "--priority",
+        "Priorities and INVITE-first rejection in the SIP overload model (src/sipperf/sim/overload.py, "
+        "SimPy), for the chapter on priorities.  Scenarios (overrides of OverloadParams, retransmissions "
+        "on): ",
+        ").  goodput_cps = calls started in the measurement window that were set up within Timer B and "
+        "torn down within Timer F, per second; failed_after_setup_share = set-up calls that did not "
+        "complete; bye_*_s = BYE to its 200 OK at the caller, completed calls. ",
+        "the SimPy overload model (src/sipperf/sim/overload.py), priority scenarios")
 
 
 def _replicated_main(a, out, write_with_provenance) -> int:
-    import os
-    import time
-
-    t, load0 = time.perf_counter(), os.getloadavg()
-    df = replicate(a.reps, LOAD_FACTORS, SCENARIOS, seed=a.seed)
-    load1 = os.getloadavg()
-    cmd = f"python -m sipperf.sim.overload --replicated --reps {a.reps} --seed {a.seed}"
-    what = ("Chapter 11's overload scenarios (src/sipperf/sim/overload.py, SimPy), replicated: "
-            + "; ".join(f"{k}: {v or 'defaults'}" for k, v in SCENARIOS.items())
-            + f".  Defaults: {asdict(OverloadParams())}.  Offered load = load_factor x capacity, load_factor "
-            f"in {list(LOAD_FACTORS)}; {a.reps} independent replications per point (column rep; seed = --seed "
-            "+ 1000 rep + index of the load, so rep 0 is the single run of sim_overload.csv with the same "
-            "--seed).  goodput_cps = calls started in the measurement window that were set up within Timer B "
-            f"and torn down within Timer F, per second.  {time.perf_counter() - t:.0f} s wall on one CPU; "
-            f"/proc/loadavg 1/5/15-min {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at the start, "
-            f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} at the end.")
-    write_with_provenance(df, out, what, cmd,
-                          source="the SimPy overload model of chapter 11 (src/sipperf/sim/overload.py), replicated")
-    print(df.groupby(["scenario", "load_factor"])["goodput_cps"].agg(["mean", "std"]).round(2).to_string())
-    return 0
+    return _write_replicated(
+        a, out, write_with_provenance, LOAD_FACTORS, SCENARIOS, "--replicated",
+        "Chapter 11's overload scenarios (src/sipperf/sim/overload.py, SimPy), replicated: ",
+        ", so rep 0 is the single run of sim_overload.csv with the same --seed).  goodput_cps = calls "
+        "started in the measurement window that were set up within Timer B and torn down within Timer F, "
+        "per second. ",
+        "the SimPy overload model of chapter 11 (src/sipperf/sim/overload.py), replicated")
 
 
 def main(argv: list[str] | None = None) -> int:
