@@ -208,3 +208,16 @@ def test_drop_probability_needs_a_positive_service_time():
         with pytest.raises(ValueError, match="positive service time"):
             drop_probability(6000.0, bad, 1, 200.0)
     assert 0 < drop_probability(6000.0, 150.0, 1, 200.0) < 1
+
+
+def test_a_heavy_tailed_sojourn_is_not_read_as_a_vanishing_service_time():
+    """Sojourn only, its spread from a few very long messages (a TLS handshake per call): the
+    sojourn's variance alone makes an M/G/1 wait above the mean sojourn, so the root is B -> 0.
+    That is refused as a reading (B = 0, said in the note), not returned as a tiny service time."""
+    lam, q, v = 1695.0, 2180.0, 1.0e7          # messages/s, µs, µs² (a TLS-per-call run, 2 workers)
+    run = fit.RunInput("tls-tn", lam, lam / 6, "sojourn", q, q_var_us2=v, threads=2)
+    base = fit.solve_base(run)
+    assert base.b_mean_us == 0.0 and "cannot be split" in base.note
+    # the same mean with a modest spread still gives a positive reading
+    ok = fit.RunInput("tcp", lam, lam / 6, "sojourn", q, q_var_us2=1.0e5, threads=2)
+    assert fit.solve_base(ok).b_mean_us > 100.0

@@ -165,3 +165,41 @@ def test_the_command_reads_a_run_folder_with_its_key_logs(tmp_path):
     bad = subprocess.run([str(Path(sys.executable).with_name("sipperf")), "analyze", str(CAP), "--out",
                           str(tmp_path / "out2")], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "SSLKEYLOGFILE" in bad.stderr
+
+
+@needs_tshark
+def test_a_connection_opened_before_the_capture_is_named_so_not_as_missing_secrets(tmp_path):
+    """A trunk's TLS connection that was open when the capture started has no handshake in it, and
+    the key log's secrets are matched by the handshake's client random: no key log opens it.  The
+    report must say that (and what to do), not that the secrets are missing."""
+    hellos = subprocess.run(["tshark", "-n", "-r", str(CAP), "-d", "tcp.port==5561,tls", "-d", "tcp.port==5581,tls",
+                             "-Y", "tls.handshake.type == 1", "-T", "fields", "-e", "frame.number"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert len(hellos) >= 2                                  # the caller's and the proxy's connection
+    late = tmp_path / "late.pcapng"
+    subprocess.run(["editcap", str(CAP), str(late), f"1-{max(map(int, hellos))}"], check=True)
+    pk, rep = tls.read_packets(late, [UAC, UAS])
+    legs = rep.details["transports"]["tls"]["legs"]
+    assert legs and not any(g["handshake_in_capture"] or g["segments_decrypted"] for g in legs)
+    assert tls.NO_HELLO in rep.skipped and tls.NO_KEY not in rep.skipped
+    assert "opened before the capture began" in rep.notes[-1] and "no secrets for them" not in rep.notes[-1]
+    # the full capture, same keys: every connection's handshake is there and all is read
+    _, full = tls.read_packets(CAP, [UAC, UAS])
+    assert all(g["handshake_in_capture"] for g in full.details["transports"]["tls"]["legs"])
+    assert tls.NO_HELLO not in full.skipped
+
+
+@needs_tshark
+def test_the_report_refuses_a_capture_begun_after_its_handshakes_by_that_reason(tmp_path):
+    """The same late capture given to ``sipperf report`` with both key logs: nothing can be read,
+    and the refusal says why (exit 2, no traceback), not that the secrets are missing."""
+    hellos = subprocess.run(["tshark", "-n", "-r", str(CAP), "-d", "tcp.port==5561,tls", "-d", "tcp.port==5581,tls",
+                             "-Y", "tls.handshake.type == 1", "-T", "fields", "-e", "frame.number"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    late = tmp_path / "late.pcapng"
+    subprocess.run(["editcap", str(CAP), str(late), f"1-{max(map(int, hellos))}"], check=True)
+    p = subprocess.run([str(Path(sys.executable).with_name("sipperf")), "report", str(late), str(UAC), str(UAS),
+                        "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "late.pcapng" in p.stderr and "opened before the capture began" in p.stderr
+    assert "without its secrets in the key log" not in p.stderr

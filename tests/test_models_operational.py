@@ -121,3 +121,18 @@ def test_demand_with_background_recovers_a_known_line_and_its_noise():
         demand_with_background([0.1, 0.2], [10, 20])
     with pytest.raises(ValueError):
         demand_with_background([0.1, 0.2, 0.3], [10, 10, 10])
+
+
+def test_saturation_throughput_is_where_the_utilisation_law_fills_the_servers():
+    from sipperf.models import saturation_throughput
+
+    # 4 ms per call, 5 % idle work, one CPU: (1 - 0.05) / 0.004 = 237.5 calls/s; two CPUs: 487.5
+    assert saturation_throughput(0.004, 0.05) == pytest.approx(237.5)
+    assert saturation_throughput(0.004, 0.05, 2) == pytest.approx(487.5)
+    # a fitted law recovers a planted ceiling: U = 0.05 + 0.004 X on runs below it
+    x = np.array([100.0, 150.0, 200.0])
+    fit = demand_with_background(0.05 + 0.004 * x, x)
+    assert saturation_throughput(fit.demand, fit.background) == pytest.approx(237.5, rel=1e-9)
+    for bad in ((0.0, 0.0), (-1.0, 0.0), (0.004, 1.0), (float("nan"), 0.0)):
+        with pytest.raises(ValueError):
+            saturation_throughput(*bad)

@@ -383,3 +383,25 @@ def test_the_measured_utilisation_needs_no_model(two_workers, tmp_path, monkeypa
     assert runs.loc["wake-heavy", "utilisation_from"] == "CPU accounting"
     assert runs.loc["wake-heavy", "utilisation"] == pytest.approx(1.02 / 2)
     assert runs.loc["wake-light", "utilisation"] == pytest.approx(0.12 / 2)
+
+
+def test_a_run_the_proxy_held_back_with_its_cpu_full_is_past_the_knee():
+    """Offered 300 calls/s, 205 reached the proxy, its CPU 91 % busy (a TLS handshake per call on
+    one core): no call failed on the wire, yet the run is past the knee; the same shortfall with the
+    proxy's CPU a third busy is the generator's, and does not move the knee."""
+    from types import SimpleNamespace
+
+    from sipperf.report.runs import _held_back
+
+    def run(lam, cpu):
+        return SimpleNamespace(offered_cps=300.0, lam_cps=lam, cpu_share=cpu, cpus=1, held_back=False, warnings=[],
+                               fit_input=SimpleNamespace(c=2, pdr=0.0, pushed_back=False))
+
+    full = run(205.0, 0.91)
+    _held_back(full)
+    assert full.held_back and full.fit_input.pushed_back
+    assert abs(full.fit_input.pdr - (1 - 205 / 300)) < 1e-12 and "held the load back" in full.warnings[0]
+    for lam, cpu in ((205.0, 0.35), (290.0, 0.95)):       # the generator's shortfall; no shortfall
+        r = run(lam, cpu)
+        _held_back(r)
+        assert not r.held_back and r.fit_input.pdr == 0.0 and not r.warnings

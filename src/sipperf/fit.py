@@ -233,6 +233,13 @@ def solve_base(run: RunInput) -> Base:
     elif g(0.0) >= 0:
         b = 0.0
         note = "the measured Q is below the M/G/1 wait of the rest of the service alone: B set to 0"
+    elif run.q_kind != "k_sockq" and g(1e-6 * q) >= 0:
+        # the sojourn's own variance stands in for the service's: when it alone makes an M/G/1 wait
+        # above the mean sojourn (a heavy tail: a TLS handshake, a stall), the root is B -> 0, which
+        # is no reading of the service time at all
+        b = 0.0
+        note = ("the light-load sojourn's spread alone gives an M/G/1 wait above its mean: the sojourn "
+                "cannot be split into service and waiting, B set to 0")
     else:
         hi = q
         # ρ < 1 bound: R + B < 1/λ

@@ -35,6 +35,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ADDR = "127.0.0.1"
 TOOLS = ("kamailio", "sipp", "dumpcap")
+#: needed over TLS only
+TLS_TOOLS = ("stunnel", "openssl", "gcc")
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,16 @@ class Lab2Config:
     #: SIPp over one TCP connection each way (``-t t1``, as a trunk), no retransmissions (TCP is
     #: reliable: SIPp and the proxy's tm do not retransmit over it); or "tcp-tn": the same proxy,
     #: but the caller opens a new TCP connection for every call and closes it at the call's end
-    #: (SIPp ``-t tn``, as phones without connection reuse); the proxy keeps one to the callee
+    #: (SIPp ``-t tn``, as phones without connection reuse); the proxy keeps one to the callee.
+    #: "tls" and "tls-tn": the same over TLS: SIPp 3.6 has no TLS, so each SIPp speaks TCP to a
+    #: stunnel beside it (on the load CPUs) that carries its connections over TLS 1.3 to the proxy
+    #: and from it (a full handshake per connection: no session resumption); the capture holds
+    #: the TLS legs only, and stunnel writes their secrets to ``keys.txt`` (``keylog.c``)
     transport: str = "udp"
     #: over TCP: the caller's wait for each response of the INVITE (s) before it fails the call
     setup_deadline_s: float = 2.0
+    #: over TLS: the proxy certificate's key, "rsa:BITS" or "ec:CURVE" (made with openssl at start)
+    tls_key: str = "rsa:2048"
     #: CPUs (a ``taskset -c`` list) for Kamailio, and for SIPp and dumpcap; None: not pinned
     proxy_cpus: str | None = None
     load_cpus: str | None = None
@@ -61,7 +69,26 @@ class Lab2Config:
 
     @property
     def over_tcp(self) -> bool:
-        return self.transport in ("tcp", "tcp-tn")
+        return self.transport in ("tcp", "tcp-tn", "tls", "tls-tn")
+
+    @property
+    def over_tls(self) -> bool:
+        return self.transport in ("tls", "tls-tn")
+
+    @property
+    def new_connection_per_call(self) -> bool:
+        return self.transport.endswith("-tn")
+
+    @property
+    def sipp_uas_port(self) -> int:
+        """The callee SIPp's own port: ``uas_port`` itself, or over TLS the port its stunnel
+        hands the proxy's connections on to (``uas_port`` is then that stunnel's)."""
+        return self.uas_port + 1000 if self.over_tls else self.uas_port
+
+    @property
+    def sipp_target_port(self) -> int:
+        """Where the caller SIPp sends: the proxy, or over TLS its stunnel's plain-TCP side."""
+        return self.proxy_port + 1000 if self.over_tls else self.proxy_port
 
 
 @dataclass
@@ -80,6 +107,7 @@ class Lab2Run:
     busy: int                   #: calls the proxy answered 486 to the caller (capture)
     loadavg: float              #: 1-minute load before the run
     uac_cpu_s: float = float("nan")   #: the calling SIPp's CPU seconds (last read before it exited)
+    tunnel_cpu_s: float = float("nan")   #: over TLS: stunnel's CPU seconds over the window
 
     @property
     def cpu_share(self) -> float:
@@ -92,8 +120,8 @@ class Lab2Run:
         return d
 
 
-def missing_tools() -> list[str]:
-    return [t for t in TOOLS if not shutil.which(t)]
+def missing_tools(tls: bool = False) -> list[str]:
+    return [t for t in TOOLS + (TLS_TOOLS if tls else ()) if not shutil.which(t)]
 
 
 def port_free(port: int) -> bool:
@@ -234,7 +262,7 @@ class SecondLab:
     def __init__(self, cfg: Lab2Config, out: Path):
         self.cfg, self.out = cfg, Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.proxy = self.uas = None
+        self.proxy = self.uas = self.tunnel = None
 
     def __enter__(self) -> "SecondLab":
         c = self.cfg
@@ -249,6 +277,8 @@ class SecondLab:
                     .replace(f"listen=udp:{ADDR}:{c.proxy_port}", f"listen=tcp:{ADDR}:{c.proxy_port}")
                     .replace(f'$du = "sip:{ADDR}:{c.uas_port}";', f'$du = "sip:{ADDR}:{c.uas_port};transport=tcp";'))
             assert f"listen=tcp:{ADDR}:{c.proxy_port}" in text and "transport=tcp" in text
+        if c.over_tls:
+            text = self._tls_config(text)
         kcfg.write_text(text)
         uas = _render("uas.xml", self.out, {"BUSY_CHANCE": c.busy_chance})
         uac = _render("uac.xml", self.out, {})
@@ -262,12 +292,13 @@ class SecondLab:
             for code in ("100", "180", "486", "200"):
                 text = text.replace(f'<recv response="{code}"', f'<recv response="{code}" timeout="{ms}"', 1)
             uac.write_text(text)
+        self.tunnel = self._start_stunnel() if c.over_tls else None
         self.proxy = subprocess.Popen(
             [*_pin(c.proxy_cpus), "kamailio", "-f", str(kcfg), "-DD", "-E", "-m", "1024", "-M", "32",
              "-P", str(self.out / "kamailio.pid")],
             stdout=open(self.out / "proxy.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.uas = subprocess.Popen(
-            [*_pin(c.load_cpus), "sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.uas_port), "-nostdin", "-buff_size", "8388608",
+            [*_pin(c.load_cpus), "sipp", "-sf", str(uas), "-i", ADDR, "-p", str(c.sipp_uas_port), "-nostdin", "-buff_size", "8388608",
              *self._sipp_transport()],
             stdout=subprocess.DEVNULL, stderr=open(self.out / "uas.log", "w"), start_new_session=True,
             cwd=self.out)
@@ -285,10 +316,68 @@ class SecondLab:
         time.sleep(1.0)
         return self
 
+    def _tls_config(self, text: str) -> str:
+        """The TCP configuration turned to TLS: a TLS listener instead of the TCP one, the tls
+        module with a self-signed certificate made here, every request to the callee (in-dialog
+        ones too: its Contact says TCP) sent to the callee's stunnel over TLS."""
+        c, out = self.cfg, self.out
+        cert, key = out / "cert.pem", out / "key.pem"
+        kind, _, size = c.tls_key.partition(":")
+        newkey = (["-newkey", c.tls_key] if kind == "rsa" else
+                  ["-newkey", "ec", "-pkeyopt", f"ec_paramgen_curve:{size}"] if kind == "ec" else None)
+        if newkey is None:
+            raise ValueError(f"tls_key {c.tls_key!r}: use rsa:BITS or ec:CURVE")
+        subprocess.run(["openssl", "req", "-x509", *newkey, "-nodes", "-days", "2", "-subj",
+                        f"/CN={ADDR}", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+        tls_du = f'$du = "sip:{ADDR}:{c.uas_port};transport=tls";'
+        text = (text.replace(f"listen=tcp:{ADDR}:{c.proxy_port}",
+                             f"enable_tls=yes\ntls_max_connections=65536\nlisten=tls:{ADDR}:{c.proxy_port}")
+                .replace(f'$du = "sip:{ADDR}:{c.uas_port};transport=tcp";', tls_du)
+                .replace('loadmodule "tm.so"', 'loadmodule "tls.so"\nloadmodule "tm.so"')
+                .replace("\t\tif (loose_route()) {\n", f"\t\tif (loose_route()) {{\n\t\t\t{tls_du}\n"))
+        text += "\n".join(['', f'modparam("tls", "certificate", "{cert}")', f'modparam("tls", "private_key", "{key}")',
+                           'modparam("tls", "tls_method", "TLSv1.2+")', 'modparam("tls", "verify_certificate", 0)',
+                           'modparam("tls", "require_certificate", 0)', ''])
+        assert text.count(tls_du) == 2 and f"listen=tls:{ADDR}:{c.proxy_port}" in text
+        return text
+
+    def _start_stunnel(self) -> subprocess.Popen:
+        """stunnel on the load CPUs: the caller's plain-TCP connections (``sipp_target_port``) carried
+        over TLS to the proxy, one TLS connection per TCP one, a full handshake each; and the proxy's
+        TLS connections to the callee (``uas_port``) handed on in plain TCP to the callee SIPp. Its
+        TLS secrets go to ``keys.txt`` through ``keylog.c``, preloaded."""
+        c, out = self.cfg, self.out
+        shim = out / "keylog.so"
+        if not shim.exists():
+            subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(HERE / "keylog.c"), "-ldl", "-lpthread"],
+                           check=True, capture_output=True)
+        conf = out / "stunnel.conf"
+        conf.write_text("\n".join([
+            "foreground = yes", "pid =", f"output = {out / 'stunnel.log'}", "debug = 3",
+            "socket = l:TCP_NODELAY=1", "socket = r:TCP_NODELAY=1",
+            "[caller]", "client = yes", f"accept = {ADDR}:{c.sipp_target_port}", f"connect = {ADDR}:{c.proxy_port}",
+            "sessionResume = no", "verifyChain = no", "sslVersionMin = TLSv1.3",
+            "[callee]", f"accept = {ADDR}:{c.uas_port}", f"connect = {ADDR}:{c.sipp_uas_port}",
+            f"cert = {out / 'cert.pem'}", f"key = {out / 'key.pem'}", ""]))
+        env = dict(os.environ, LD_PRELOAD=str(shim), SSLKEYLOGFILE=str(out / "keys.txt"))
+        proc = subprocess.Popen([*_pin(c.load_cpus), "stunnel", str(conf)], env=env, stdout=subprocess.DEVNULL,
+                                stderr=open(out / "stunnel.err", "w"), start_new_session=True)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                tcp_listening(c.sipp_target_port)
+                tcp_listening(c.uas_port)
+                return proc
+            except RuntimeError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    _stop(proc)
+                    raise RuntimeError(f"stunnel did not start: {(out / 'stunnel.err').read_text()[-2000:]}")
+                time.sleep(0.1)
+
     def _sipp_transport(self, caller: bool = False) -> list[str]:
         if not self.cfg.over_tcp:
             return []
-        if caller and self.cfg.transport == "tcp-tn":
+        if caller and self.cfg.new_connection_per_call:
             # a socket per call in progress; SIPp refuses to start if its cap exceeds the fd limit
             return ["-t", "tn", "-max_reconnect", "0", "-max_socket", "16000"]
         return ["-t", "t1", "-max_reconnect", "0"]
@@ -298,7 +387,7 @@ class SecondLab:
 
     def __exit__(self, *exc) -> None:
         try:
-            for p in (self.uas, self.proxy):
+            for p in (self.uas, self.proxy, self.tunnel):
                 if p is not None:
                     _stop(p)
         finally:
@@ -312,6 +401,13 @@ class SecondLab:
         c = self.cfg
         calls = max(int(round(rate_cps * c.seconds)), 1)
         cap = self.out / f"{label}.pcapng"
+        if c.over_tls and self.tunnel is not None:
+            # a TLS 1.3 connection can be decrypted only with its handshake in the capture (the
+            # key log is matched by the handshake's client random): stunnel starts again, which
+            # closes the proxy's connection to the callee, so every connection opens in this run
+            _stop(self.tunnel)
+            self.tunnel = self._start_stunnel()
+            time.sleep(0.5)
         load1 = float(Path("/proc/loadavg").read_text().split()[0])
         # over TCP the proxy reaches the callee from an ephemeral port of its own: a filter on the
         # proxy's port alone would keep only the caller's leg
@@ -339,10 +435,11 @@ class SecondLab:
                 if coll.poll() is not None:
                     raise RuntimeError(f"sipperf collect exited: {log.read_text()[-2000:]}")
                 time.sleep(0.02)
+        tun0 = cpu_seconds(self.tunnel.pid) if self.tunnel is not None else float("nan")
         d0, cpu0, t0 = self._drops(), cpu_seconds(self.proxy.pid), time.monotonic()
         uac = subprocess.Popen(
             [*_pin(c.load_cpus), "sipp", "-sf", str(self.out / "uac.xml"), "-i", ADDR, "-p", str(c.uac_port),
-             f"{ADDR}:{c.proxy_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
+             f"{ADDR}:{c.sipp_target_port}", "-r", f"{rate_cps:g}", "-rp", "1000", "-m", str(calls), "-nostdin",
              "-buff_size", "8388608", "-timeout", f"{c.timeout_s:g}s",
              "-cid_str", "lab2-%u-%p@%s", "-trace_stat", "-stf", f"{label}_uac_stats.csv", "-fd", "1",
              *self._sipp_transport(caller=True)],
@@ -355,6 +452,7 @@ class SecondLab:
                 time.sleep(0.25)
             time.sleep(0.3)                                 # the last responses and ACKs
             t1, cpu1, d1 = time.monotonic(), cpu_seconds(self.proxy.pid), self._drops()
+            tun1 = cpu_seconds(self.tunnel.pid) if self.tunnel is not None else float("nan")
         finally:
             _stop(uac)
             if coll is not None:
@@ -365,7 +463,7 @@ class SecondLab:
         return Lab2Run(label=label, nominal_cps=rate_cps, capture=cap, rate_cps=rate, arrivals=arrivals,
                        socket_drops=drops, kernel_pdr=drops / arrivals if arrivals else float("nan"),
                        cpu_s=cpu1 - cpu0, window_s=t1 - t0, calls=calls, completed=completed, busy=busy,
-                       loadavg=load1, uac_cpu_s=uac_cpu)
+                       loadavg=load1, uac_cpu_s=uac_cpu, tunnel_cpu_s=tun1 - tun0)
 
 
 def _by_rate(runs: list[Lab2Run]) -> dict[float, tuple[float, float]]:

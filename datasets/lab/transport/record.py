@@ -8,6 +8,10 @@ The connection series (``datasets/lab/connections``) is the same recorder with
 against a new connection per call (SIPp ``-t tn``), on the same proxy.  The worker series
 (``datasets/lab/tcp_children``) is ``--transports tcp --workers 1,2,4 --out
 datasets/lab/tcp_children``: Kamailio's ``tcp_children`` varied, one connection for all calls.
+The TLS series (``datasets/lab/tls_load``) is ``--transports tcp,tls`` (one connection for all
+calls) and ``--transports tcp-tn,tls-tn`` (a new connection per call): the same proxy behind a
+TLS listener, SIPp's TCP carried over TLS by stunnel on the load CPU (``tests/lab2/driver.py``),
+the captures decrypted by the report with stunnel's key log.
 
 The set-up is the second lab's (``tests/lab2``: its own Kamailio configuration with 2 workers,
 ``children`` over UDP or ``tcp_children`` over TCP, a stateful relay; its own SIPp scenarios with
@@ -52,18 +56,21 @@ WORKERS = 2
 RUN_COLUMNS = ("rep", "transport", "label", "offered_cps", "seconds", "sipp_started", "sipp_successful",
                "sipp_failed", "sipp_failed_unexpected", "sipp_failed_timeout", "sipp_retransmissions", "kernel_drops", "kernel_pdr", "proxy_cpu_s", "window_s",
                "uac_cpu_s", "load_before", "report_rate_cps", "report_loss_kind", "report_pdr_percent",
-               "report_failed_percent", "report_srd_p99_ms", "report_utilisation", "report_cpu_share", "workers")
+               "report_failed_percent", "report_srd_p99_ms", "report_utilisation", "report_cpu_share", "workers",
+               "tunnel_cpu_s", "tls_key")
 KNEE_COLUMNS = ("rep", "transport", "loss_kind", "knee_lo_cps", "knee_hi_cps", "censored", "located", "runs",
-                "workers")
+                "workers", "tls_key")
 
 
 def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: int = WORKERS,
-           tag: str = "") -> tuple[list[dict], dict]:
-    """One replication of one transport with ``workers`` Kamailio workers; ``tag`` goes into the
-    run labels (``-c4`` when several worker counts are recorded)."""
+           tag: str = "", tls_key: str = "rsa:2048") -> tuple[list[dict], dict]:
+    """One replication of one transport with ``workers`` Kamailio workers (over TLS, a proxy
+    certificate with ``tls_key``); ``tag`` goes into the run labels (``-c4`` when several worker
+    counts are recorded, the key when several keys are)."""
     cfg = Lab2Config(transport=transport, proxy_port=5660, uas_port=5680, uac_port=5661, workers=workers,
-                     seconds=seconds, timeout_s=40.0, proxy_cpus="0", load_cpus="1")
-    busy = [p for p in (cfg.proxy_port, cfg.uas_port, cfg.uac_port) if not port_free(p)]
+                     seconds=seconds, timeout_s=40.0, proxy_cpus="0", load_cpus="1", tls_key=tls_key)
+    busy = [p for p in {cfg.proxy_port, cfg.uas_port, cfg.uac_port, cfg.sipp_uas_port, cfg.sipp_target_port}
+            if not port_free(p)]
     if busy:
         raise SystemExit(f"ports {busy} are in use on 127.0.0.1")
     out = tmp / f"{transport}{tag}-{rep}"
@@ -84,16 +91,28 @@ def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: 
                          "kernel_drops": r.socket_drops if transport == "udp" else "",
                          "kernel_pdr": round(r.kernel_pdr, 6) if transport == "udp" else "",
                          "proxy_cpu_s": round(r.cpu_s, 3), "window_s": round(r.window_s, 3),
-                         "uac_cpu_s": round(r.uac_cpu_s, 2), "load_before": r.loadavg, "workers": workers})
+                         "uac_cpu_s": round(r.uac_cpu_s, 2), "load_before": r.loadavg, "workers": workers,
+                         "tunnel_cpu_s": round(r.tunnel_cpu_s, 2) if cfg.over_tls else "",
+                         "tls_key": tls_key if cfg.over_tls else ""})
             print({k: rows[-1][k] for k in ("label", "sipp_started", "sipp_failed", "kernel_drops", "proxy_cpu_s",
                                             "uac_cpu_s")}, flush=True)
+    return rows, read_series(out, rows, rep, transport, workers, tls_key if cfg.over_tls else "")
+
+
+def read_series(out: Path, rows: list[dict], rep: int, transport: str, workers: int, tls_key: str = "") -> dict:
+    """Give one series' captures (``out/<label>.pcapng``; over TLS with ``out/keys.txt``) to
+    ``sipperf report`` as an engineer would, with the proxy's CPU seconds and the offered rate per
+    run (``cpu.csv``); fill the rows' ``report_*`` columns and return the series' knee."""
     cpu = out / "cpu.csv"
     with open(cpu, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["run", "cpu_s", "window_s", "threads", "cpus"])
-        w.writerows([r.label, r.cpu_s, r.window_s, workers, 1] for r in runs)
+        w.writerow(["run", "rate_cps", "cpu_s", "window_s", "threads", "cpus"])
+        w.writerows([r["label"], r["offered_cps"], r["proxy_cpu_s"], r["window_s"], workers, 1] for r in rows)
     rep_dir = out / "report"
-    p = subprocess.run([SIPPERF, "report", *[str(r.capture) for r in runs], "--threads", str(workers),
+    # over TLS the secrets of every connection of the series go with its captures (stunnel's key log)
+    keys = [str(out / "keys.txt")] if transport.startswith("tls") else []
+    caps = [str(out / f"{r['label']}.pcapng") for r in rows]
+    p = subprocess.run([SIPPERF, "report", *caps, *keys, "--threads", str(workers),
                         "--cpu", str(cpu), "--out", str(rep_dir)], capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"sipperf report failed on {transport} replication {rep}:\n{p.stderr[-3000:]}")
@@ -113,9 +132,34 @@ def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: 
     lo, hi = n.get("knee_measured_ci95") or (None, None)
     knee = {"rep": rep, "transport": transport, "loss_kind": n.get("loss_kind", ""), "knee_lo_cps": lo,
             "knee_hi_cps": hi if hi is not None else "inf", "censored": n.get("knee_measured_censored", ""),
-            "located": n.get("knee_located"), "runs": len(runs), "workers": workers}
+            "located": n.get("knee_located"), "runs": len(rows), "workers": workers, "tls_key": tls_key}
     print(knee, flush=True)
-    return rows, knee
+    return knee
+
+
+def reread(out: Path, keep: Path) -> None:
+    """Read the series of ``out/runs.csv`` again from their kept captures (``--keep`` of the
+    recording), with the report as it is now, and write ``runs.csv`` and ``knees.csv`` anew."""
+    import pandas as pd
+
+    runs = pd.read_csv(out / "runs.csv", keep_default_na=False).to_dict("records")
+    by_dir: dict[Path, list[dict]] = {}
+    for r in runs:
+        found = list(keep.glob(f"*/{r['label']}.pcapng"))
+        if len(found) != 1:
+            raise SystemExit(f"{r['label']}: {len(found)} kept captures under {keep}")
+        by_dir.setdefault(found[0].parent, []).append(r)
+    knees = [read_series(d, rows, int(rows[0]["rep"]), rows[0]["transport"], int(rows[0]["workers"]),
+                         str(rows[0].get("tls_key") or "")) for d, rows in by_dir.items()]
+    write(out, runs, knees)
+
+
+def write(out: Path, runs: list[dict], knees: list[dict]) -> None:
+    for name, cols, rows in (("runs.csv", RUN_COLUMNS, runs), ("knees.csv", KNEE_COLUMNS, knees)):
+        with open(out / name, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=cols)
+            w.writeheader()
+            w.writerows(rows)
 
 
 def main(argv=None) -> int:
@@ -126,30 +170,37 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--keep", type=Path, default=None, help="keep the captures and reports there")
     ap.add_argument("--transports", default="udp,tcp")
+    ap.add_argument("--tls-keys", default="rsa:2048",
+                    help="over TLS: the proxy certificate's keys (rsa:BITS, ec:CURVE), comma-separated")
     ap.add_argument("--workers", default=str(WORKERS),
                     help="Kamailio worker counts (children / tcp_children), comma-separated")
+    ap.add_argument("--reread", type=Path, default=None, metavar="KEEP",
+                    help="record nothing: read the series in --out/runs.csv again from the captures kept in KEEP")
     a = ap.parse_args(argv)
-    if missing_tools():
-        print(f"missing: {', '.join(missing_tools())}", file=sys.stderr)
+    if a.reread is not None:
+        reread(a.out, a.reread)
+        return 0
+    tls = any(t.startswith("tls") for t in a.transports.split(","))
+    if missing_tools(tls):
+        print(f"missing: {', '.join(missing_tools(tls))}", file=sys.stderr)
         return 2
     rates = [float(x) for x in a.rates.split(",")]
     runs, knees = [], []
     order = a.transports.split(",")
     counts = [int(x) for x in a.workers.split(",")]
-    # every (transport, workers) pair once per replication, the order reversed every other one
-    cells = [(t, c) for t in order for c in counts]
+    keys = a.tls_keys.split(",")
+    # every (transport, workers, key) cell once per replication, the order reversed every other one
+    cells = [(t, c, k) for t in order for c in counts for k in (keys if t.startswith("tls") else keys[:1])]
     with tempfile.TemporaryDirectory(prefix="sipperf-transport-") as tmp:
         for rep in range(1, a.reps + 1):
-            for transport, c in (cells if rep % 2 else cells[::-1]):
-                r, k = series(rep, transport, rates, a.seconds, a.keep or Path(tmp), workers=c,
-                              tag=f"-c{c}" if len(counts) > 1 else "")
+            for transport, c, key in (cells if rep % 2 else cells[::-1]):
+                tag = (f"-c{c}" if len(counts) > 1 else "") + (
+                    "-" + key.replace(":", "") if len(keys) > 1 and transport.startswith("tls") else "")
+                r, k = series(rep, transport, rates, a.seconds, a.keep or Path(tmp), workers=c, tag=tag,
+                              tls_key=key)
                 runs += r
                 knees.append(k)
-    for name, cols, rows in (("runs.csv", RUN_COLUMNS, runs), ("knees.csv", KNEE_COLUMNS, knees)):
-        with open(a.out / name, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=cols)
-            w.writeheader()
-            w.writerows(rows)
+    write(a.out, runs, knees)
     return 0
 
 

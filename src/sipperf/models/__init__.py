@@ -31,8 +31,8 @@ from sipperf.models.mgck import MGcKResult, effective_capacity, mgck
 from sipperf.models.mgck_sim import SimResult, simulate_mgck
 from sipperf.models.mmck import MMcKResult, MMcResult, erlang_b, erlang_c, mmc, mmck
 from sipperf.models.operational import (
-    DemandFit, busy_at, busy_fraction, demand_with_background, interarrival_scv, merge_intervals, service_demand,
-    time_average_count,
+    DemandFit, busy_at, busy_fraction, demand_with_background, interarrival_scv, merge_intervals,
+    saturation_throughput, service_demand, time_average_count,
 )
 from sipperf.models.overhead import BETA_COEFFS, beta, service_time_c, thesis_drop_probability
 from sipperf.models.scheduler import (
@@ -59,7 +59,7 @@ __all__ = [
     "BirthDeathResult", "birth_death", "slow_server_rates", "work_conserving_rates",
     "implied_ca2", "kingman_bound", "kingman_wait", "lindley_waits",
     "DemandFit", "busy_at", "busy_fraction", "demand_with_background", "interarrival_scv", "merge_intervals",
-    "service_demand", "time_average_count",
+    "saturation_throughput", "service_demand", "time_average_count",
     "GammaMix", "CramerLundberg", "mm1_sojourn_sf", "mm1_sojourn_quantile", "mmc_wait_sf", "mmc_wait_quantile",
     "mmc_sojourn_sf", "mmc_sojourn_quantile", "atom_exp_sf", "atom_exp_quantile", "mg1_wait_lst", "mg1_wait_sf",
     "mg1_sojourn_sf", "mg1_quantile", "cramer_lundberg", "kingman_wait_sf", "kingman_wait_quantile",

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["merge_intervals", "busy_at", "busy_fraction", "time_average_count",
-           "interarrival_scv", "service_demand", "DemandFit", "demand_with_background"]
+           "interarrival_scv", "service_demand", "DemandFit", "demand_with_background", "saturation_throughput"]
 
 _F = NDArray[np.float64]
 
@@ -174,3 +174,23 @@ def demand_with_background(utilization: ArrayLike, throughput: ArrayLike) -> Dem
     cov = s2 * np.linalg.inv(x.T @ x)
     return DemandFit(float(coef[1]), float(np.sqrt(cov[1, 1])), float(coef[0]), float(np.sqrt(cov[0, 0])),
                      len(u))
+
+
+def saturation_throughput(demand: ArrayLike, background: ArrayLike = 0.0, servers: ArrayLike = 1.0) -> _F:
+    """The throughput at which the utilisation law ``U = U_0 + λ · D`` reaches ``servers`` (all
+    of them busy): ``λ* = (servers − U_0) / D``, in the reciprocal of ``demand``'s unit.
+
+    No queue is stable beyond λ*: it is an upper bound on any knee, which a proxy with bursty
+    arrivals, a finite buffer or a deadline reaches earlier.  With ``demand`` the CPU per call
+    (s) of a proxy on ``servers`` CPUs, λ* is in calls/s; a handshake per new connection enters
+    as part of the demand (CPU per call = CPU of its messages + new connections per call × CPU
+    per handshake).
+    """
+    d, u0, c = (np.asarray(v, dtype=float) for v in (demand, background, servers))
+    if np.any(~np.isfinite(d)) or np.any(~np.isfinite(u0)) or np.any(~np.isfinite(c)):
+        raise ValueError("demand, background and servers must be finite (no NaN or inf)")
+    if np.any(d <= 0) or np.any(u0 < 0) or np.any(c <= 0):
+        raise ValueError("need demand > 0, background >= 0 and servers > 0")
+    if np.any(u0 >= c):
+        raise ValueError("the background alone keeps every server busy: no throughput is left")
+    return (c - u0) / d

@@ -144,6 +144,10 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         sig = ((res.report.details or {}).get("transports") or {}).get("tcp_signals")
         if sig:
             meta["tcp_signals"] = sig
+        tls = ((res.report.details or {}).get("transports") or {}).get("tls") or {}
+        unread = [g for g in tls.get("legs", []) if not g.get("segments_decrypted")]
+        if unread:
+            meta["tls_unread"] = unread
         for k, v in (("threads", threads), ("cores", cores), ("processors", processors), ("k_pkts", buffer_pkts)):
             if v is not None:
                 meta[k] = v

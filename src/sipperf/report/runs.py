@@ -328,11 +328,19 @@ class RunMeasure:
     #: TCP's own overload signals in the capture (:func:`tcp_signals`): zero windows and resets
     #: the proxy sent and its peers sent, retransmitted segments ({} when none or not TCP)
     tcp: dict[str, Any] = field(default_factory=dict)
+    #: TLS connections in the capture that could not be decrypted (``client``, ``server``,
+    #: ``handshake_in_capture``): their messages are missing from everything the run shows
+    tls_unread: list = field(default_factory=list)
+
+    #: the load reached the proxy short of the rate offered (under 90 %) while the proxy's own CPU
+    #: was full: the proxy, not the generator, held it back (set from the --cpu file)
+    held_back: bool = False
 
     @property
     def pushed_back(self) -> bool:
-        """Did the proxy advertise a zero window (its receive buffer full: it fell behind)?"""
-        return bool(self.tcp.get("zero_window_proxy"))
+        """Did the proxy fall behind so that its callers had to wait: a zero window advertised (its
+        receive buffer full), or the offered load held back with its CPU full?"""
+        return bool(self.tcp.get("zero_window_proxy")) or self.held_back
 
     @property
     def failed_fraction(self) -> float:
@@ -694,7 +702,7 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
         warnings.append(f"{tcp['retransmissions']:,} TCP segments were retransmitted (skipped in the "
                         "reading: their bytes were read once): segments were lost or acknowledged late")
     return RunMeasure(label=label, n_messages=len(tl), vantage=vantage, has_sojourn=has_soj, proxy_id=proxy_id,
-                      tcp=tcp,
+                      tcp=tcp, tls_unread=list(meta.get("tls_unread") or []),
                       tracepoints=tracepoints, duration_s=duration, warmup_n=int(warm_n),
                       warmup_s=float((t_start - t0) / 1e9) if np.isfinite(t_start) and np.isfinite(t0) else 0.0,
                       warmup_capped=bool(capped), steady_n=int(q.size), window_s=window_s, lam_pps=lam_pps,
@@ -1071,6 +1079,28 @@ def _lab_rule_miss(r: Path) -> dict[str, Any] | None:
 _RULE_CACHE: dict[str, Any] = {}
 
 
+def _held_back(m) -> None:
+    """A run whose load reached the proxy short of the offered rate while the proxy's CPU was full
+    is past the knee, whatever its own calls show: the calls not yet sent waited in the callers
+    (a stream's send buffer, a TLS handshake queued, a generator blocked on its socket), where no
+    capture at the proxy sees them.  Its loss for the knee is then at least the share of the
+    offered rate that did not get through (1 − reached/offered)."""
+    from sipperf.fit import CPU_FULL
+
+    if not (m.offered_cps and math.isfinite(m.lam_cps) and m.cpu_share is not None and math.isfinite(m.cpu_share)):
+        return
+    ncpu = min(m.fit_input.c, m.cpus) if m.cpus else m.fit_input.c
+    if m.lam_cps < 0.9 * m.offered_cps and m.cpu_share >= CPU_FULL * ncpu:
+        m.held_back = True
+        m.fit_input.pushed_back = True
+        short = 1.0 - m.lam_cps / m.offered_cps
+        if not (math.isfinite(m.fit_input.pdr) and m.fit_input.pdr >= short):
+            m.fit_input.pdr = short
+        m.warnings.append(f"offered {m.offered_cps:,.0f} calls/s, {m.lam_cps:,.0f} reached the proxy, its CPU "
+                          f"{100 * m.cpu_share / ncpu:.0f} % busy: the proxy held the load back (the rest waited "
+                          "in its callers, unseen by the capture); the knee reads the run as past it")
+
+
 def read_cpu_file(path) -> list[dict[str, Any]]:
     """The ``--cpu FILE`` of ``sipperf report`` / ``fit``: a CSV of the proxy's CPU accounting, one
     row per load level.  Columns (a header line): ``run`` (a run's label, optional) and/or
@@ -1200,6 +1230,7 @@ def apply_cpu_rows(rows: list[dict[str, Any]], measures: list["RunMeasure"],
                 m.offered_cps = float(r["rate_cps"])       # what the load generator was asked for
             if r.get("cpus"):
                 m.cpus = m.fit_input.cpus = int(r["cpus"])
+            _held_back(m)
             continue
         extra.append({"run": f"{r['file']} line {r['line']}", "rate_cps": r["rate_cps"], "cpu_share": r["cpu_share"],
                       "threads": r["threads"]})

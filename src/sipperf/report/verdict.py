@@ -102,6 +102,17 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
     proxy_runs = [m for m in measures if m.has_sojourn]
     if not measures:
         return {"headline": ["No run could be read."], "cannot": [], "warnings": [], "numbers": {}, "models": {}}
+    unread = [(m.label, g) for m in measures for g in getattr(m, "tls_unread", [])]
+    numbers["tls_unread_runs"] = sorted({lab for lab, _ in unread})
+    if unread:
+        early = [x for x in unread if not x[1].get("handshake_in_capture", True)]
+        head.append(f"{len(unread)} TLS connection{'s' if len(unread) > 1 else ''} could not be decrypted "
+                    f"(run{'s' if len(numbers['tls_unread_runs']) > 1 else ''} {', '.join(numbers['tls_unread_runs'][:6])}): their messages are missing from "
+                    "everything below, and a proxy whose other leg they were is not seen as one. "
+                    + (f"{len(early)} of them opened before the capture began (no handshake in it, so no key "
+                       "log can open them): start the capture before the connections open. " if early else "")
+                    + (f"{len(unread) - len(early)} have no secrets in the key log given: add the key log of "
+                       "the side that made them." if len(unread) > len(early) else "")).rstrip()
     if not proxy_runs:
         kinds = sorted({m.vantage for m in measures})
         head.append("These captures hold no proxy (vantage: " + ", ".join(kinds) + "): the report shows what the "
@@ -200,6 +211,12 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
                                  f"the β of the M/M/{c_top}/K model, which the runs refute")
                               + f" (that reading: ρ = {_f(rho, 2)}); it is not stated. To measure it, " + _cpu_hint() + ".")
                 rho = float("nan")
+            if top.fit_input.q_kind == "sojourn" and _finite(rho) and rho <= 0:
+                # a sojourn read as all waiting (B = 0): "busy at most 0 %" would be no bound at all
+                cannot.append(f"Run {top.label}: its utilisation cannot be read off the capture: the sojourns' "
+                              "spread is too wide to split them into service and waiting (the M/G/1 reading puts "
+                              "them all down to waiting).")
+                rho = float("nan")
             if top.fit_input.q_kind == "sojourn":
                 src, upper = ("the service time read off the sojourn t_dep − t_arr: an UPPER BOUND, since a message's "
                               "sojourn also holds any wait for a CPU (shared with the load generator or other "
@@ -217,7 +234,7 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
         numbers["top_rho_per"] = per
         where = f"At {_f(top.lam_cps)} calls/s ({_f(top.lam_pps)} messages/s, run {top.label}"
         if not _finite(rho):
-            if not any(x.startswith(f"Run {top.label} ") for x in cannot):
+            if not any(x.startswith((f"Run {top.label} ", f"Run {top.label}:")) for x in cannot):
                 cannot.append(f"Run {top.label}: its utilisation cannot be estimated.")
         elif weak:
             cannot.append(f"{where}) the model reading of the utilisation is ρ = {rho:.2f} ({workers}, from {src}): "
@@ -249,12 +266,20 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
     short_of = [(m.label, m.offered_cps, m.lam_cps) for m in proxy_runs
                 if getattr(m, "offered_cps", None) and _finite(m.lam_cps) and m.lam_cps < 0.9 * m.offered_cps]
     numbers["short_of_offered"] = [lab for lab, _, _ in short_of]
+    held = {m.label for m in proxy_runs if getattr(m, "held_back", False)}
+    numbers["held_back_runs"] = sorted(held)
     if short_of:
         head.append("The load did not reach the proxy as offered: " + "; ".join(
-            f"{lab} offered {_f(o)} calls/s, {_f(r)} reached it ({_f(100 * (1 - r / o))} % short)" for lab, o, r in short_of)
-            + ". Either the load generator could not send faster (check its own CPU and statistics) or the proxy "
-              "pushed back (over TCP, a full receive window): such a run is labelled by the rate that reached "
-              "the proxy, and its failures as the generator counts them are not the proxy's alone.")
+            f"{lab} offered {_f(o)} calls/s, {_f(r)} reached it ({_f(100 * (1 - r / o))} % short"
+            + (", the proxy's CPU full: the proxy held it back" if lab in held else "") + ")"
+            for lab, o, r in short_of)
+            + (". Where the proxy's CPU was full, the calls not yet sent waited in the callers, where the capture "
+               "cannot see them: those runs are past the knee however few of their calls failed." if held else ".")
+            + (" Elsewhere either" if held else " Either") * bool({lab for lab, _, _ in short_of} - held)
+            + (" the load generator could not send faster (check its own CPU and statistics) or the proxy "
+               "pushed back (over TCP, a full receive window): such a run is labelled by the rate that reached "
+               "the proxy, and its failures as the generator counts them are not the proxy's alone."
+               ) * bool({lab for lab, _, _ in short_of} - held))
     sat = [m.label for m in proxy_runs if m.queue_growing or (math.isfinite(m.pdr) and m.pdr >= 0.01)
            or getattr(m, "pushed_back", False)]
     if sat:
@@ -401,8 +426,10 @@ def _cpu_sentences(fit, pr, proxy_runs, c_top, head, cannot, numbers) -> None:
         cap_ci = (f" (95 % CI {_f(cci[0])}–{_f(cci[1])})" if math.isfinite(cci[1])
                   else f" (95 % CI from {_f(cci[0])} up: the slope is not clearly positive)")
     origin = cpu["how"].startswith(("one rate", "rates within"))
-    bound = ("a rate the CPUs cannot pass, so the knee lies below it (drops start before the CPUs are "
-             "100 % busy)" if not origin else
+    stream = numbers.get("loss_kind") == "failed calls"
+    bound = ("a rate the CPUs cannot pass, so the knee lies below it ("
+             + ("calls fail or wait past their deadline" if stream else "drops start")
+             + " before the CPUs are 100 % busy)" if not origin else
              "with the CPU at no load taken as 0 this rate is too low, so it does not bound the knee")
     head.append(f"CPU accounting ({cpu['n']} light-load point{'s' if cpu['n'] != 1 else ''}: "
                 f"{', '.join(cpu['runs'][:5])}{' …' if len(cpu['runs']) > 5 else ''}): the proxy spends "

@@ -50,10 +50,12 @@ HANDSHAKE = "TLS handshake, ticket or alert (no SIP inside)"
 NO_KEY = "TLS application data without its secrets in the key log: encrypted SIP cannot be read"
 PARTIAL = "TLS record continued in a later segment (its SIP is read there)"
 UNMATCHED = "TLS segment tshark did not decrypt (a retransmission, or outside tshark's reassembly)"
+NO_HELLO = ("TLS connection opened before the capture began (its handshake is not in it, and a key log's "
+            "secrets are found by the handshake's client random): encrypted SIP cannot be read")
 
 _FIELDS = ("frame.number", "frame.time_epoch", "frame.interface_id", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
            "tcp.srcport", "tcp.dstport", "tcp.stream", "tls.record.content_type", "tls.record.opaque_type", "tcp.analysis.retransmission",
-           "data.data")
+           "tls.handshake.type", "data.data")
 _RAW_MAX = 65_000          # clear-text bytes per written IP packet
 
 
@@ -248,6 +250,11 @@ def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
     opened = segs.groupby("tcp_stream")["written"].transform("max").to_numpy() >= 0 if n else np.zeros(0, bool)
     no_tls = (types == "").to_numpy() & ~opaque & ~retrans & ~has
     no_key = ~has & ~retrans & (app | (opaque & ~opened))
+    # a connection whose ClientHello (handshake type 1) is not in the capture began before it:
+    # no key log can open it, and that, not missing secrets, is what the engineer must be told
+    hello = _hello_seen(segs) if n else np.zeros(0, bool)
+    no_hello = no_key & ~hello
+    no_key = no_key & hello
     handshake = ~has & ~retrans & ~no_tls & ~no_key
     if len(dec):
         orig = segs["frame_number"].astype(np.int64).to_numpy()
@@ -261,7 +268,8 @@ def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
         dec["transport"] = np.where(dec["transport"].astype(str) == "ws", "wss", "tls")
     parsed = int(dec["frame"].nunique()) if len(dec) else 0
     counts = [(None, parsed), ("decrypted TLS segment without the end of a SIP message", int(has.sum()) - parsed),
-              (PARTIAL, int(no_tls.sum())), (NO_KEY, int(no_key.sum())), (HANDSHAKE, int(handshake.sum()))]
+              (PARTIAL, int(no_tls.sum())), (NO_KEY, int(no_key.sum())), (NO_HELLO, int(no_hello.sum())),
+              (HANDSHAKE, int(handshake.sum()))]
     for why, k in counts:
         k = min(k, left)
         if k <= 0:
@@ -273,7 +281,7 @@ def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
         left -= k
     if left > 0:  # segments the scanner refused that tshark did not list or flagged as retransmitted
         rep.skipped[UNMATCHED] = rep.skipped.get(UNMATCHED, 0) + left
-    legs = _legs(segs, has, no_key, ports)
+    legs = _legs(segs, has, no_key | no_hello, ports, hello)
     src = ([f"the key log {', '.join(Path(k).name for k in keylogs)}"] if keylogs else []) + (
         ["the capture's decryption secrets block"] if dsb else [])
     unread = [g for g in legs if not g["segments_decrypted"]]
@@ -284,6 +292,13 @@ def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
     msg = (f"{path}: TLS decrypted with {' and '.join(src)}: {len(legs) - len(unread)} of {len(legs)} "
            f"connections, {len(dec)} SIP messages (transport 'tls'; each at the captured segment that "
            f"completed its TLS record)")
+    early = [g for g in unread if not g["handshake_in_capture"]]
+    unread = [g for g in unread if g["handshake_in_capture"]]
+    if early:
+        msg += ("; not decrypted, opened before the capture began (their handshake is not in it, so no key "
+                "log can open them: start the capture before the connections open, or make them open "
+                "again): " + ", ".join(f"{g['client']} -> {g['server']}" for g in early[:6])
+                + (" ..." if len(early) > 6 else ""))
     if unread:
         msg += "; not decrypted, no secrets for them in the key log: " + ", ".join(
             f"{g['client']} -> {g['server']}" for g in unread[:6]) + (" ..." if len(unread) > 6 else "")
@@ -295,7 +310,14 @@ def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
     return out, rep.check()
 
 
-def _legs(segs: pd.DataFrame, has: np.ndarray, no_key: np.ndarray, ports) -> list[dict]:
+def _hello_seen(segs: pd.DataFrame) -> np.ndarray:
+    """Per segment: whether its TCP stream shows a ClientHello (TLS handshake type 1) in the capture."""
+    kinds = segs["tls_handshake_type"].fillna("").astype(str).str.split(",")
+    has_hello = kinds.map(lambda ks: "1" in ks)
+    return has_hello.groupby(segs["tcp_stream"]).transform("any").to_numpy(bool)
+
+
+def _legs(segs: pd.DataFrame, has: np.ndarray, no_key: np.ndarray, ports, hello=None) -> list[dict]:
     """Per TLS connection: its client and server (the end on a TLS port) and how many of its
     segments were decrypted, or held application data without secrets."""
     if not len(segs):
@@ -303,14 +325,16 @@ def _legs(segs: pd.DataFrame, has: np.ndarray, no_key: np.ndarray, ports) -> lis
     src = segs["ip_src"].where(segs["ip_src"] != "", segs["ipv6_src"])
     dst = segs["ip_dst"].where(segs["ip_dst"] != "", segs["ipv6_dst"])
     df = pd.DataFrame({"stream": segs["tcp_stream"], "src": src, "sport": segs["tcp_srcport"].astype(int),
-                       "dst": dst, "dport": segs["tcp_dstport"].astype(int), "has": has, "no_key": no_key})
+                       "dst": dst, "dport": segs["tcp_dstport"].astype(int), "has": has, "no_key": no_key,
+                       "hello": np.ones(len(segs), bool) if hello is None else hello})
     out = []
     for _s, g in df.groupby("stream", sort=False):
         r = g.iloc[0]
         a, b = (r.src, r.sport), (r.dst, r.dport)
         client, server = (b, a) if r.sport in ports and r.dport not in ports else (a, b)
         out.append({"client": _ep(*client), "server": _ep(*server), "segments_decrypted": int(g["has"].sum()),
-                    "segments_without_secrets": int(g["no_key"].sum())})
+                    "segments_without_secrets": int(g["no_key"].sum()),
+                    "handshake_in_capture": bool(g["hello"].any())})
     return out
 
 
