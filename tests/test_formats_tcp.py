@@ -317,3 +317,41 @@ def test_the_report_counts_the_proxys_zero_windows_as_overload(plain, tmp_path):
     assert not rep0.runs[0].measure.pushed_back
     assert runs_table(rep0).iloc[0]["tcp_zero_window_proxy"] is None or \
         pd.isna(runs_table(rep0).iloc[0]["tcp_zero_window_proxy"])
+
+
+def test_connections_the_proxy_resets_count_as_failed_calls(plain, tmp_path):
+    """A TCP reset the proxy sends aborts what was on the connection (a call, a handshake, a
+    request half read): nothing of it is a SIP message in the capture.  Planted on the proxy's
+    listening port only, each reset is one more failed attempt in the run's loss (the knee reads
+    it) and in its failed share, and the run's overload evidence names the resets; the peers'
+    resets are not the proxy's failures."""
+    from sipperf.report.build import build_report
+    from sipperf.report.result import runs_table
+
+    recs, _ = plain
+    base = build_report([str(FIX / "tcp4.pcapng")], tmp_path / "rep0", html=False, n_boot=0).runs[0].measure
+    out, torn = [], 0
+    for ts, link, d in recs:
+        p = G.decode(ts, link, d)
+        if (p is not None and p.proto == 6 and not p.payload and p.flags == G.TCP_ACK and p.sport == 15062
+                and torn < 6):
+            b = bytearray(d)
+            b[G.LINK_L2[link] + (b[G.LINK_L2[link]] & 15) * 4 + 13] = G.TCP_RST | G.TCP_ACK
+            d, torn = bytes(b), torn + 1
+        out.append((ts, link, d))
+    assert torn == 6
+    rep = build_report([str(G.write_records(tmp_path / "rst.pcapng", out))], tmp_path / "rep", html=False, n_boot=0)
+    m, row = rep.runs[0].measure, runs_table(rep).iloc[0]
+    assert m.loss_kind == "failed calls" and m.tcp["resets_proxy"] == torn
+    n0, f0 = base.setup["attempts"], base.setup["failed"]
+    assert m.setup["attempts"] == n0 and row["connections_reset"] == torn
+    assert m.pdr == pytest.approx((f0 + torn) / (n0 + torn)) and m.fit_input.pdr == pytest.approx(m.pdr)
+    assert row["failed_percent"] == pytest.approx(100 * m.pdr)
+    assert any(f"reset {torn:,} TCP connections" in e for e in _evidence(m))
+    assert any("counts as one failed call" in w for w in m.warnings)
+    assert not (base.tcp or {}).get("resets_proxy") and n0 > 0 and base.pdr == pytest.approx(f0 / n0)
+
+
+def _evidence(m):
+    from sipperf.report.verdict import _overload_evidence
+    return _overload_evidence(m)

@@ -24,6 +24,7 @@ Used by ``tests/test_lab_second.py`` and ``bench/lab_second.py``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -37,6 +38,8 @@ ADDR = "127.0.0.1"
 TOOLS = ("kamailio", "sipp", "dumpcap")
 #: needed over TLS only
 TLS_TOOLS = ("stunnel", "openssl", "gcc")
+#: a Kamailio log line that says the proxy itself failed during a run
+FAULT = re.compile(r"\b(CRITICAL|ALERT):")
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,10 @@ class Lab2Run:
     loadavg: float              #: 1-minute load before the run
     uac_cpu_s: float = float("nan")   #: the calling SIPp's CPU seconds (last read before it exited)
     tunnel_cpu_s: float = float("nan")   #: over TLS: stunnel's CPU seconds over the window
+    #: Kamailio's CRITICAL and ALERT log lines written during the run (a worker that crashed, a
+    #: double free): a run with any is not a measurement of the proxy, and ``fault`` is the first
+    proxy_faults: int = 0
+    fault: str = ""
 
     @property
     def cpu_share(self) -> float:
@@ -337,7 +344,7 @@ class SecondLab:
                 .replace("\t\tif (loose_route()) {\n", f"\t\tif (loose_route()) {{\n\t\t\t{tls_du}\n"))
         text += "\n".join(['', f'modparam("tls", "certificate", "{cert}")', f'modparam("tls", "private_key", "{key}")',
                            'modparam("tls", "tls_method", "TLSv1.2+")', 'modparam("tls", "verify_certificate", 0)',
-                           'modparam("tls", "require_certificate", 0)', ''])
+                           'modparam("tls", "require_certificate", 0)', 'modparam("tls", "rand_engine", "fastrand")', ''])
         assert text.count(tls_du) == 2 and f"listen=tls:{ADDR}:{c.proxy_port}" in text
         return text
 
@@ -409,6 +416,7 @@ class SecondLab:
             self.tunnel = self._start_stunnel()
             time.sleep(0.5)
         load1 = float(Path("/proc/loadavg").read_text().split()[0])
+        log_at = (self.out / "proxy.log").stat().st_size
         # over TCP the proxy reaches the callee from an ephemeral port of its own: a filter on the
         # proxy's port alone would keep only the caller's leg
         filt = (f"udp port {c.proxy_port}" if not c.over_tcp
@@ -460,10 +468,16 @@ class SecondLab:
             _stop(dump, signal.SIGINT)
         arrivals, rate, completed, busy = count_capture(cap, c.proxy_port, c.uac_port)
         drops = d1 - d0
+        with open(self.out / "proxy.log", "rb") as f:
+            f.seek(log_at)
+            faults = [ln for ln in f.read().decode(errors="replace").splitlines() if FAULT.search(ln)]
+        if self.proxy.poll() is not None:
+            faults.append(f"kamailio exited with {self.proxy.returncode}")
         return Lab2Run(label=label, nominal_cps=rate_cps, capture=cap, rate_cps=rate, arrivals=arrivals,
                        socket_drops=drops, kernel_pdr=drops / arrivals if arrivals else float("nan"),
                        cpu_s=cpu1 - cpu0, window_s=t1 - t0, calls=calls, completed=completed, busy=busy,
-                       loadavg=load1, uac_cpu_s=uac_cpu, tunnel_cpu_s=tun1 - tun0)
+                       loadavg=load1, uac_cpu_s=uac_cpu, tunnel_cpu_s=tun1 - tun0,
+                       proxy_faults=len(faults), fault=faults[0].strip()[:300] if faults else "")
 
 
 def _by_rate(runs: list[Lab2Run]) -> dict[float, tuple[float, float]]:

@@ -78,6 +78,10 @@ def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: 
     with SecondLab(cfg, out) as lab:
         for rate in rates:
             r = lab.run(f"{transport}{rep}{tag}-r{int(rate):04d}", rate)
+            if r.proxy_faults:
+                # a crashed worker is not a measurement of the proxy: nothing of the series is written
+                raise SystemExit(f"{r.label}: Kamailio logged {r.proxy_faults} CRITICAL/ALERT lines during the "
+                                 f"run, the first: {r.fault!r} (see {out / 'proxy.log'}); the series is not recorded")
             st = read_stats(out, f"{r.label}_uac_stats.csv")
             runs.append(r)
             rows.append({"rep": rep, "transport": transport, "label": r.label, "offered_cps": rate,

@@ -77,6 +77,7 @@ def runs_table(rep: Report) -> pd.DataFrame:
                       "cpu_share": m.cpu_share if m.cpu_share is not None else float("nan"),
                       "queue_growing": m.queue_growing, "transport": m.transport, "loss_kind": m.loss_kind,
                       "calls_decided": m.setup.get("attempts"), "calls_failed": m.setup.get("failed"),
+                      "connections_reset": m.setup.get("reset_connections", 0 if m.loss_kind == "failed calls" else None),
                       "calls_late": m.setup.get("late"), "failed_percent": 100 * m.failed_fraction,
                       "srd_p50_ms": m.setup.get("srd_p50_ms"), "srd_p99_ms": m.setup.get("srd_p99_ms"),
                       "setup_deadline_s": m.setup.get("deadline_s"), "cpus": m.cpus})

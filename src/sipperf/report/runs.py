@@ -344,9 +344,11 @@ class RunMeasure:
 
     @property
     def failed_fraction(self) -> float:
-        """The share of decided call attempts that failed or missed the setup deadline."""
-        n = self.setup.get("attempts") or 0
-        return self.setup.get("failed", 0) / n if n else float("nan")
+        """The share of decided call attempts that failed or missed the setup deadline, each
+        connection the proxy reset counted as one more failed attempt."""
+        torn = self.setup.get("reset_connections") or 0
+        n = (self.setup.get("attempts") or 0) + torn
+        return (self.setup.get("failed", 0) + torn) / n if n else float("nan")
 
 
 def tcp_signals(sig: dict[str, Any] | None, tl: pd.DataFrame, proxy_id: str) -> dict[str, Any]:
@@ -378,6 +380,10 @@ def tcp_signals(sig: dict[str, Any] | None, tl: pd.DataFrame, proxy_id: str) -> 
             out["proxy_first_s"] = f if not math.isfinite(out["proxy_first_s"]) else min(out["proxy_first_s"], f)
             out["proxy_last_s"] = la if not math.isfinite(out["proxy_last_s"]) else max(out["proxy_last_s"], la)
     return out
+
+
+def _pct_txt(x: float) -> str:
+    return f"{100 * x:.2g} %" if 100 * x < 10 else f"{100 * x:.0f} %"
 
 
 def _arr(tl: pd.DataFrame, c: str) -> np.ndarray:
@@ -694,10 +700,24 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
     if tcp.get("zero_window_peers"):
         warnings.append(f"the proxy's peers advertised a zero TCP window {tcp['zero_window_peers']:,} times: a "
                         "caller or the next hop could not read as fast as the proxy wrote")
+    torn = int(tcp.get("resets_proxy") or 0) if loss_kind == "failed calls" else 0
+    if torn:
+        # a connection the proxy aborts takes the call on it (every call in flight, on a trunk) and
+        # whatever never reached the SIP layer (a handshake, a request still being read): none of
+        # that is a message in the capture, so each reset counts as one failed call -- a lower
+        # bound on a trunk, about right for a connection per call
+        setup["reset_connections"] = torn
+        pdr_n = int(setup.get("attempts") or 0) + torn
+        pdr = (int(setup.get("failed") or 0) + torn) / pdr_n
+        pdr_ci = 1.96 * math.sqrt(max(pdr * (1 - pdr), 1e-12) / pdr_n)
+        fi.pdr, fi.pdr_se, fi.pdr_n = pdr, pdr_ci / 1.96, float(pdr_n)
     if tcp.get("resets_proxy") or tcp.get("resets_peers"):
         warnings.append(f"{tcp.get('resets_proxy', 0) + tcp.get('resets_peers', 0):,} TCP resets "
                         f"({tcp.get('resets_proxy', 0):,} sent by the proxy): connections were torn down, "
-                        "and what was in flight on them was lost")
+                        "and what was in flight on them was lost"
+                        + (f"; each connection the proxy reset counts as one failed call here ({_pct_txt(pdr)} "
+                           "of the attempts failed with them), fewer than were lost if a connection carried "
+                           "several calls" if torn else ""))
     if tcp.get("retransmissions") and transport in STREAM_TRANSPORTS:
         warnings.append(f"{tcp['retransmissions']:,} TCP segments were retransmitted (skipped in the "
                         "reading: their bytes were read once): segments were lost or acknowledged late")

@@ -85,6 +85,8 @@ def _overload_evidence(m) -> list[str]:
     if m.retransmissions:
         ev.append(f"{m.retransmissions:,} retransmissions")
     tcp = getattr(m, "tcp", None) or {}
+    if tcp.get("resets_proxy") and getattr(m, "loss_kind", "") == "failed calls":
+        ev.append(f"the proxy reset {tcp['resets_proxy']:,} TCP connections")
     if tcp.get("zero_window_proxy"):
         ev.append(f"the proxy advertised a zero TCP window {tcp['zero_window_proxy']:,} times")
     if tcp.get("retransmissions") and getattr(m, "transport", "") in ("tcp", "tls", "ws", "wss"):
@@ -157,7 +159,7 @@ def verdict(measures: list, fit, msgs_per_call: float) -> dict[str, Any]:
         head.append(f"Over {'/'.join(t.upper() for t in numbers['transports'] if t != 'unknown') or 'a stream transport'} "
                     "the proxy drops nothing a capture could count: here the knee and the headroom rest on the "
                     "failed calls — attempts ending in 408, 500, 503 or 504, timed out, or without an answer "
-                    f"within {_f(dl, 1)} s{srd_txt}. The capture sees a request when it is on the wire: a backlog "
+                    f"within {_f(dl, 1)} s, and connections the proxy reset{srd_txt}. The capture sees a request when it is on the wire: a backlog "
                     "waiting in a caller's socket buffer is not, so the callers' own setup delays can be longer "
                     "(compare the load generator's statistics).")
     # ---- 0. what the data can carry -------------------------------------------------------------
