@@ -344,7 +344,7 @@ class SecondLab:
                 .replace("\t\tif (loose_route()) {\n", f"\t\tif (loose_route()) {{\n\t\t\t{tls_du}\n"))
         text += "\n".join(['', f'modparam("tls", "certificate", "{cert}")', f'modparam("tls", "private_key", "{key}")',
                            'modparam("tls", "tls_method", "TLSv1.2+")', 'modparam("tls", "verify_certificate", 0)',
-                           'modparam("tls", "require_certificate", 0)', 'modparam("tls", "rand_engine", "fastrand")', ''])
+                           'modparam("tls", "require_certificate", 0)', ''])
         assert text.count(tls_du) == 2 and f"listen=tls:{ADDR}:{c.proxy_port}" in text
         return text
 
