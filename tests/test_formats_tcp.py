@@ -355,3 +355,23 @@ def test_connections_the_proxy_resets_count_as_failed_calls(plain, tmp_path):
 def _evidence(m):
     from sipperf.report.verdict import _overload_evidence
     return _overload_evidence(m)
+
+
+def test_without_the_peers_known_only_the_listening_endpoint_is_the_proxys():
+    """A streamed reading keeps no endpoints: a client on the proxy's own host (a load generator on
+    loopback) must then not be taken for the proxy, and its resets are not the proxy's."""
+    import pandas as pd
+
+    from sipperf.report.runs import tcp_signals
+
+    sig = {"retransmissions": 0, "not_listed": 0, "senders": [
+        {"endpoint": "127.0.0.1:5060", "zero_window": 2, "resets": 1, "first_s": 1.0, "last_s": 2.0},
+        {"endpoint": "127.0.0.1:40001", "zero_window": 0, "resets": 3, "first_s": float("nan"), "last_s": float("nan")}]}
+    streamed = tcp_signals(sig, pd.DataFrame({"call_id": ["a"]}), "127.0.0.1:5060")
+    assert (streamed["resets_proxy"], streamed["resets_peers"], streamed["zero_window_proxy"]) == (1, 3, 2)
+    # with the peers known, a port of the proxy's host that is no peer's is the proxy's own (its
+    # connection to the next hop); a peer's port is not
+    known = pd.DataFrame({"src": ["127.0.0.1:40002"], "dst": ["127.0.0.1:5060"]})
+    assert tcp_signals(sig, known, "127.0.0.1:5060")["resets_proxy"] == 4
+    peer = pd.DataFrame({"src": ["127.0.0.1:40001"], "dst": ["127.0.0.1:5060"]})
+    assert tcp_signals(sig, peer, "127.0.0.1:5060")["resets_peers"] == 3

@@ -203,3 +203,80 @@ def test_the_report_refuses_a_capture_begun_after_its_handshakes_by_that_reason(
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "late.pcapng" in p.stderr and "opened before the capture began" in p.stderr
     assert "without its secrets in the key log" not in p.stderr
+
+
+RESUME = Path(__file__).parent / "fixtures" / "tls_resume"
+
+
+def _tshark_certificates(cap: Path, keys: Path) -> tuple[int, int]:
+    """(connections with a ServerHello, connections in which a Certificate message was sent), as
+    tshark decrypts them: the independent count of full handshakes."""
+    out = subprocess.run(["tshark", "-n", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-d", "tcp.port==5960,tls",
+                          "-d", "tcp.port==5980,tls", "-Y", "tls.handshake.type", "-T", "fields", "-e", "tcp.stream",
+                          "-e", "tls.handshake.type", "-E", "occurrence=a", "-E", "aggregator=,"],
+                         capture_output=True, text=True, check=True).stdout
+    hello, cert = set(), set()
+    for line in out.splitlines():
+        stream, kinds = line.split("\t")
+        kinds = kinds.split(",")
+        hello |= {stream} if "2" in kinds else set()
+        cert |= {stream} if "11" in kinds else set()
+    return len(hello), len(cert)
+
+
+@needs_tshark
+@pytest.mark.parametrize("version", ["tls13", "tls12"])
+def test_full_and_resumed_handshakes_are_told_apart_as_tshark_sees_them(version):
+    cap, keys = RESUME / f"{version}.pcapng", RESUME / f"{version}_keys.txt"
+    tl, rep = load([cap, keys])
+    t = rep.details["transports"]["tls"]
+    hellos, certs = _tshark_certificates(cap, keys)
+    assert t["connections"] == t["connections_decrypted"] == hellos == 21
+    # the caller's first connection and the proxy's one to the callee are full; every other call
+    # resumed the caller's last session
+    assert t["handshakes_full"] == certs == 2
+    assert t["handshakes_resumed"] == hellos - certs == 19
+    assert tl.call_id.nunique() == 20
+    assert any("2 full" in n and "19 resumed" in n for n in rep.notes)
+
+
+@needs_tshark
+def test_a_full_handshake_capture_counts_no_resumption(decrypted):
+    t = decrypted[1].details["transports"]["tls"]
+    assert (t["handshakes_full"], t["handshakes_resumed"]) == (2, 0)
+
+
+def _tshark_hello_waits(cap: Path) -> list[float]:
+    """ClientHello to ServerHello per connection to the proxy's port (ms), as tshark reads them."""
+    out = subprocess.run(["tshark", "-n", "-r", str(cap), "-d", "tcp.port==5960,tls", "-Y",
+                          "tcp.port == 5960 && (tls.handshake.type == 1 || tls.handshake.type == 2)", "-T", "fields",
+                          "-e", "tcp.stream", "-e", "frame.time_epoch", "-e", "tls.handshake.type",
+                          "-E", "occurrence=a", "-E", "aggregator=,"], capture_output=True, text=True, check=True).stdout
+    hello, reply = {}, {}
+    for line in out.splitlines():
+        stream, t, kinds = line.split("\t")
+        (hello if "1" in kinds.split(",") else reply).setdefault(stream, float(t))
+    return sorted(round(1e3 * (reply[s] - hello[s]), 1) for s in hello if s in reply)
+
+
+@needs_tshark
+def test_each_new_connection_s_wait_for_the_server_hello_is_tsharks():
+    cap, keys = RESUME / "tls13.pcapng", RESUME / "tls13_keys.txt"
+    _tl, rep = load([cap, keys])
+    w = rep.details["transports"]["tls"]["hello_waits"]["127.0.0.1:5960"]
+    assert sorted(w["waits_ms"]) == pytest.approx(_tshark_hello_waits(cap), abs=0.11)
+    assert len(w["waits_ms"]) == 20 and w["unanswered_ms"] == []
+
+
+def test_handshakes_past_the_deadline_count_late_or_unanswered():
+    from sipperf.report.runs import _connection_losses, tls_hello_outcomes
+
+    o = tls_hello_outcomes({"waits_ms": [5.0, 1500.0, 2000.0, 2000.1, 3100.0], "unanswered_ms": [1999.0, 2000.0, 4000.0]},
+                           deadline_s=2.0)
+    assert (o["tls_late"], o["tls_unanswered"]) == (2, 2)
+    assert o["tls_hello_p50_ms"] == 2000.0 and 3000 < o["tls_hello_p99_ms"] < 3100
+    # an unanswered connection may also be one the proxy reset: the larger count, not the sum
+    assert _connection_losses({"reset_connections": 3, "tls_unanswered": 2, "tls_late": 2}) == (3, 2)
+    assert _connection_losses({"reset_connections": 1, "tls_unanswered": 4}) == (4, 0)
+    empty = tls_hello_outcomes({"waits_ms": [], "unanswered_ms": []}, 2.0)
+    assert empty["tls_late"] == empty["tls_unanswered"] == 0 and empty["tls_hello_p99_ms"] != empty["tls_hello_p99_ms"]

@@ -1081,6 +1081,11 @@ def measure_table(e: Engine) -> pd.DataFrame:
     seen = sorted({str(s).lower() for s in e.cb.transports if s})
     if len(seen) == 1:              # one transport in the capture: the measure knows what a loss is
         out["transport"] = seen[0]
+    elif seen and set(seen) <= {"tcp", "tls", "ws", "wss", "sctp"}:
+        # streams only (WebSocket or TLS callers, the next hop over TCP): nothing is dropped either
+        # way; the transport that is not plain TCP names the run, as the callers' transport
+        other = [t for t in seen if t != "tcp"]
+        out["transport"] = other[0] if len(other) == 1 else "tcp"
     if v.kind == "endpoint":
         out["retrans"] = pd.array(k["retrans"], dtype="boolean")
     else:

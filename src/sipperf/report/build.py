@@ -148,6 +148,9 @@ def build_report(paths, out, *, group_by: str = "auto", proxy=None, strict: bool
         unread = [g for g in tls.get("legs", []) if not g.get("segments_decrypted")]
         if unread:
             meta["tls_unread"] = unread
+        if tls:
+            meta["tls_handshakes"] = {"full": tls.get("handshakes_full", 0), "resumed": tls.get("handshakes_resumed", 0)}
+            meta["tls_hello_waits"] = tls.get("hello_waits") or {}
         for k, v in (("threads", threads), ("cores", cores), ("processors", processors), ("k_pkts", buffer_pkts)):
             if v is not None:
                 meta[k] = v

@@ -79,9 +79,14 @@ def runs_table(rep: Report) -> pd.DataFrame:
                       "calls_decided": m.setup.get("attempts"), "calls_failed": m.setup.get("failed"),
                       "connections_reset": m.setup.get("reset_connections", 0 if m.loss_kind == "failed calls" else None),
                       "calls_late": m.setup.get("late"), "failed_percent": 100 * m.failed_fraction,
+                      "tls_hello_p50_ms": m.setup.get("tls_hello_p50_ms"), "tls_hello_p99_ms": m.setup.get("tls_hello_p99_ms"),
+                      "tls_handshakes_late": m.setup.get("tls_late"), "tls_handshakes_unanswered": m.setup.get("tls_unanswered"),
                       "srd_p50_ms": m.setup.get("srd_p50_ms"), "srd_p99_ms": m.setup.get("srd_p99_ms"),
                       "setup_deadline_s": m.setup.get("deadline_s"), "cpus": m.cpus})
             d.update({f"kernel_{k}": v for k, v in m.kernel.items()})
+            hs = r.meta.get("tls_handshakes") or {}
+            # the capture's TLS connections by handshake (a capture split into runs: its whole count)
+            d.update({"tls_full_handshakes": hs.get("full"), "tls_resumed_handshakes": hs.get("resumed")})
             tcp = getattr(m, "tcp", None) or {}
             d.update({f"tcp_{k}": tcp.get(k, 0 if tcp else None) for k in
                       ("zero_window_proxy", "zero_window_peers", "resets_proxy", "resets_peers", "retransmissions")})

@@ -345,10 +345,38 @@ class RunMeasure:
     @property
     def failed_fraction(self) -> float:
         """The share of decided call attempts that failed or missed the setup deadline, each
-        connection the proxy reset counted as one more failed attempt."""
-        torn = self.setup.get("reset_connections") or 0
-        n = (self.setup.get("attempts") or 0) + torn
-        return (self.setup.get("failed", 0) + torn) / n if n else float("nan")
+        connection the proxy reset, and each new TLS connection whose handshake it did not answer
+        within the deadline, counted as one more failed attempt; an attempt on a connection whose
+        handshake it answered later than the deadline counts as failed (:func:`_connection_losses`)."""
+        extra, late = _connection_losses(self.setup)
+        n = (self.setup.get("attempts") or 0) + extra
+        return min(self.setup.get("failed", 0) + extra + late, n) / n if n else float("nan")
+
+
+def tls_hello_outcomes(hello: dict, deadline_s: float) -> dict:
+    """How the new TLS connections to the proxy fared against a setup deadline, from the
+    ingest's ``hello_waits`` of its endpoint (``waits_ms``: ClientHello to ServerHello per
+    answered connection; ``unanswered_ms``: ClientHello to the capture's end per unanswered one).
+    ``tls_late``: answered after the deadline; ``tls_unanswered``: not answered although the
+    capture went on for the deadline or longer; ``tls_hello_p50_ms``/``tls_hello_p99_ms`` of the
+    answered ones (NaN if none)."""
+    dl_ms = 1e3 * deadline_s
+    waits = np.asarray(hello.get("waits_ms") or [], float)
+    left = np.asarray(hello.get("unanswered_ms") or [], float)
+    return {"tls_late": int((waits > dl_ms).sum()), "tls_unanswered": int((left >= dl_ms).sum()),
+            "tls_hello_p50_ms": float(np.percentile(waits, 50)) if waits.size else float("nan"),
+            "tls_hello_p99_ms": float(np.percentile(waits, 99)) if waits.size else float("nan")}
+
+
+def _connection_losses(setup: dict) -> tuple[int, int]:
+    """(attempts the capture's calls do not hold, attempts on the capture's calls that failed
+    before their INVITE was sent): a connection the proxy reset, or a new TLS connection whose
+    handshake it left unanswered past the deadline, is an attempt lost before any SIP; one
+    connection can be both (unanswered, then reset when its caller gave up), so the larger of the
+    two counts is taken, a lower bound.  A handshake answered past the deadline delayed the call
+    on it past the deadline: the caller waited for it before its INVITE could be sent."""
+    return (max(int(setup.get("reset_connections") or 0), int(setup.get("tls_unanswered") or 0)),
+            int(setup.get("tls_late") or 0))
 
 
 def tcp_signals(sig: dict[str, Any] | None, tl: pd.DataFrame, proxy_id: str) -> dict[str, Any]:
@@ -365,7 +393,10 @@ def tcp_signals(sig: dict[str, Any] | None, tl: pd.DataFrame, proxy_id: str) -> 
         if c in tl.columns:
             peers |= set(tl[c].dropna().astype(str).unique())
     peers.discard(proxy_id)
-    host = proxy_id.rsplit(":", 1)[0] if proxy_id else ""
+    # the proxy's other ports are told from its peers' only when the peers are known (a streamed
+    # reading keeps no endpoints): otherwise every client on the proxy's host -- a load generator
+    # on loopback -- would be taken for the proxy; then only its listening endpoint is its own
+    host = proxy_id.rsplit(":", 1)[0] if proxy_id and peers else ""
     out = {"zero_window_proxy": 0, "zero_window_peers": 0, "resets_proxy": 0, "resets_peers": 0,
            "retransmissions": int(sig.get("retransmissions", 0)), "proxy_first_s": float("nan"),
            "proxy_last_s": float("nan"), "senders_not_listed": int(sig.get("not_listed", 0))}
@@ -646,7 +677,12 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
     # how the calls ended (the whole run): over a stream transport the knee reads these
     transport = ""
     if "transport" in tl.columns and tl["transport"].notna().any():
-        transport = str(tl["transport"].dropna().astype(str).str.lower().mode().iloc[0])
+        used = tl["transport"].dropna().astype(str).str.lower()
+        other = sorted(set(used) - {"tcp"})
+        # streams only (WebSocket or TLS callers, the next hop over TCP): the transport that is not
+        # plain TCP names the run, as the streaming engine names it; otherwise the most used one
+        transport = (other[0] if set(used) <= set(STREAM_TRANSPORTS) and len(other) == 1
+                     else str(used.mode().iloc[0]))
     setup = setup_outcomes(tl) if vantage != "endpoint" and {"call_id", "cseq_method"} <= set(tl.columns) else {}
     loss_kind = "failed calls" if transport in STREAM_TRANSPORTS else "drops"
     if loss_kind == "failed calls" and setup.get("attempts"):
@@ -707,8 +743,24 @@ def measure(label: str, tl: pd.DataFrame, meta: dict[str, Any] | None = None) ->
         # that is a message in the capture, so each reset counts as one failed call -- a lower
         # bound on a trunk, about right for a connection per call
         setup["reset_connections"] = torn
-        pdr_n = int(setup.get("attempts") or 0) + torn
-        pdr = (int(setup.get("failed") or 0) + torn) / pdr_n
+    hello = (meta.get("tls_hello_waits") or {}).get(listen) if loss_kind == "failed calls" else None
+    if hello:
+        # a new TLS connection waits for the proxy's ServerHello before its INVITE can be sent: a
+        # wait the setup delays (from the INVITE on the wire) do not hold
+        dl_ms = 1e3 * float(setup.get("deadline_s") or 2.0)
+        setup.update(tls_hello_outcomes(hello, dl_ms / 1e3))
+        p99 = setup["tls_hello_p99_ms"]
+        if setup["tls_late"] or setup["tls_unanswered"] or (math.isfinite(p99) and p99 > 0.1 * dl_ms):
+            warnings.append(
+                f"new TLS connections waited for the proxy's handshake reply (ClientHello to ServerHello: "
+                f"median {setup['tls_hello_p50_ms']:,.0f} ms, p99 {p99:,.0f} ms; {setup['tls_late']:,} answered "
+                f"after the {dl_ms / 1e3:g}-s deadline, {setup['tls_unanswered']:,} never): a caller's setup "
+                "delay includes this wait, which the setup delays here (from the INVITE on the wire) do not; "
+                "the late and unanswered ones count as failed")
+    extra, late = _connection_losses(setup)
+    if extra or late:
+        pdr_n = int(setup.get("attempts") or 0) + extra
+        pdr = min(int(setup.get("failed") or 0) + extra + late, pdr_n) / pdr_n
         pdr_ci = 1.96 * math.sqrt(max(pdr * (1 - pdr), 1e-12) / pdr_n)
         fi.pdr, fi.pdr_se, fi.pdr_n = pdr, pdr_ci / 1.96, float(pdr_n)
     if tcp.get("resets_proxy") or tcp.get("resets_peers"):

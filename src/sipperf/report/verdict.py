@@ -87,6 +87,10 @@ def _overload_evidence(m) -> list[str]:
     tcp = getattr(m, "tcp", None) or {}
     if tcp.get("resets_proxy") and getattr(m, "loss_kind", "") == "failed calls":
         ev.append(f"the proxy reset {tcp['resets_proxy']:,} TCP connections")
+    hs = getattr(m, "setup", None) or {}
+    if hs.get("tls_late") or hs.get("tls_unanswered"):
+        ev.append(f"{hs.get('tls_late', 0) + hs.get('tls_unanswered', 0):,} new TLS connections waited past the "
+                  "deadline for the proxy's handshake")
     if tcp.get("zero_window_proxy"):
         ev.append(f"the proxy advertised a zero TCP window {tcp['zero_window_proxy']:,} times")
     if tcp.get("retransmissions") and getattr(m, "transport", "") in ("tcp", "tls", "ws", "wss"):

@@ -55,7 +55,7 @@ NO_HELLO = ("TLS connection opened before the capture began (its handshake is no
 
 _FIELDS = ("frame.number", "frame.time_epoch", "frame.interface_id", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
            "tcp.srcport", "tcp.dstport", "tcp.stream", "tls.record.content_type", "tls.record.opaque_type", "tcp.analysis.retransmission",
-           "tls.handshake.type", "data.data")
+           "tls.handshake.type", "tls.handshake.extension.type", "data.data")
 _RAW_MAX = 65_000          # clear-text bytes per written IP packet
 
 
@@ -282,16 +282,23 @@ def _merge(path, packets, rep, dec, segs, written, ports, keylogs, dsb):
     if left > 0:  # segments the scanner refused that tshark did not list or flagged as retransmitted
         rep.skipped[UNMATCHED] = rep.skipped.get(UNMATCHED, 0) + left
     legs = _legs(segs, has, no_key | no_hello, ports, hello)
+    full = sum(g["handshake"] == "full" for g in legs)
+    resumed = sum(g["handshake"] == "resumed" for g in legs)
+    waits = _hello_waits(segs, ports) if n else {}
     src = ([f"the key log {', '.join(Path(k).name for k in keylogs)}"] if keylogs else []) + (
         ["the capture's decryption secrets block"] if dsb else [])
     unread = [g for g in legs if not g["segments_decrypted"]]
     rep.details.setdefault("transports", {})["tls"] = {
         "secrets_from": src, "connections": len(legs), "connections_decrypted": len(legs) - len(unread),
-        "sip_messages": int(len(dec)), "segments_decrypted": int(has.sum()), "legs": legs[:50],
+        "sip_messages": int(len(dec)), "segments_decrypted": int(has.sum()),
+        "handshakes_full": full, "handshakes_resumed": resumed, "hello_waits": waits, "legs": legs[:50],
         "legs_not_listed": max(0, len(legs) - 50)}
     msg = (f"{path}: TLS decrypted with {' and '.join(src)}: {len(legs) - len(unread)} of {len(legs)} "
            f"connections, {len(dec)} SIP messages (transport 'tls'; each at the captured segment that "
            f"completed its TLS record)")
+    if full + resumed:
+        msg += (f"; {full + resumed} handshakes in the capture: {full} full (the server sent its certificate "
+                f"and signed), {resumed} resumed a session (a ticket or session id: no certificate, no signature)")
     early = [g for g in unread if not g["handshake_in_capture"]]
     unread = [g for g in unread if g["handshake_in_capture"]]
     if early:
@@ -317,16 +324,64 @@ def _hello_seen(segs: pd.DataFrame) -> np.ndarray:
     return has_hello.groupby(segs["tcp_stream"]).transform("any").to_numpy(bool)
 
 
+def _hello_waits(segs: pd.DataFrame, ports) -> dict[str, dict]:
+    """Per TLS server endpoint: how long each new connection's ClientHello waited for the
+    server's ServerHello (ms, 0.1-ms steps; the server's handshake response, the first thing a
+    busy proxy makes a new connection wait for), and how many ClientHellos had no ServerHello in
+    the capture, with the time from each to the capture's end (``unanswered_ms``)."""
+    kinds = segs["tls_handshake_type"].fillna("").astype(str).str.split(",")
+    t = pd.to_numeric(segs["frame_time_epoch"], errors="coerce").to_numpy(float)
+    end = float(np.nanmax(t)) if len(t) else float("nan")
+    src = segs["ip_src"].where(segs["ip_src"] != "", segs["ipv6_src"])
+    dst = segs["ip_dst"].where(segs["ip_dst"] != "", segs["ipv6_dst"])
+    first: dict[str, dict] = {}
+    for i, (stream, ks) in enumerate(zip(segs["tcp_stream"], kinds)):
+        if "1" in ks and stream not in first:
+            first[stream] = {"hello": t[i], "server": _ep(dst.iat[i], int(segs["tcp_dstport"].iat[i]))}
+        elif "2" in ks and stream in first and "reply" not in first[stream]:
+            first[stream]["reply"] = t[i]
+    out: dict[str, dict] = {}
+    for c in first.values():
+        o = out.setdefault(c["server"], {"waits_ms": [], "unanswered_ms": []})
+        if "reply" in c:
+            o["waits_ms"].append(round(1e3 * (c["reply"] - c["hello"]), 1))
+        else:
+            o["unanswered_ms"].append(round(1e3 * (end - c["hello"]), 1))
+    return out
+
+
+def _handshake(g: pd.DataFrame) -> str:
+    """How one TLS connection's handshake went, from its segments: "full" (the server sent its
+    certificate and signed), "resumed" (a session resumed: TLS 1.3's ServerHello carries the
+    pre_shared_key extension, 41; TLS 1.2's abbreviated handshake has no Certificate message,
+    type 11), or "" (no ServerHello in the capture)."""
+    kinds = g["tls_handshake_type"].fillna("").astype(str).str.split(",")
+    ext = g["tls_handshake_extension_type"].fillna("").astype(str).str.split(",")
+    sh = kinds.map(lambda ks: "2" in ks).to_numpy(bool)
+    if not sh.any():
+        return ""
+    sh_ext = set().union(*ext[sh])
+    if "41" in sh_ext:
+        return "resumed"
+    if "43" in sh_ext:               # TLS 1.3 (supported_versions) without a pre-shared key
+        return "full"
+    return "full" if kinds.map(lambda ks: "11" in ks).any() else "resumed"
+
+
 def _legs(segs: pd.DataFrame, has: np.ndarray, no_key: np.ndarray, ports, hello=None) -> list[dict]:
-    """Per TLS connection: its client and server (the end on a TLS port) and how many of its
-    segments were decrypted, or held application data without secrets."""
+    """Per TLS connection: its client and server (the end on a TLS port), how many of its
+    segments were decrypted, or held application data without secrets, and its handshake
+    (:func:`_handshake`)."""
     if not len(segs):
         return []
     src = segs["ip_src"].where(segs["ip_src"] != "", segs["ipv6_src"])
     dst = segs["ip_dst"].where(segs["ip_dst"] != "", segs["ipv6_dst"])
     df = pd.DataFrame({"stream": segs["tcp_stream"], "src": src, "sport": segs["tcp_srcport"].astype(int),
                        "dst": dst, "dport": segs["tcp_dstport"].astype(int), "has": has, "no_key": no_key,
-                       "hello": np.ones(len(segs), bool) if hello is None else hello})
+                       "hello": np.ones(len(segs), bool) if hello is None else hello,
+                       "tls_handshake_type": segs["tls_handshake_type"],
+                       "tls_handshake_extension_type": segs.get("tls_handshake_extension_type",
+                                                                pd.Series("", index=segs.index))})
     out = []
     for _s, g in df.groupby("stream", sort=False):
         r = g.iloc[0]
@@ -334,7 +389,7 @@ def _legs(segs: pd.DataFrame, has: np.ndarray, no_key: np.ndarray, ports, hello=
         client, server = (b, a) if r.sport in ports and r.dport not in ports else (a, b)
         out.append({"client": _ep(*client), "server": _ep(*server), "segments_decrypted": int(g["has"].sum()),
                     "segments_without_secrets": int(g["no_key"].sum()),
-                    "handshake_in_capture": bool(g["hello"].any())})
+                    "handshake_in_capture": bool(g["hello"].any()), "handshake": _handshake(g)})
     return out
 
 

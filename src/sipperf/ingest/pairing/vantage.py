@@ -146,8 +146,12 @@ def find_nodes(p: pd.DataFrame, edges: pd.DataFrame | None = None) -> list[Node]
         fwd = int(inside["n"].sum())
         if fwd == 0:
             continue
-        # the main socket: the member that receives the most from outside the node
-        ext = p[p["dst_ep"].isin(members) & ~p["src_ep"].isin(members)]["dst_ep"].value_counts()
+        # the main socket: the member that receives from the most peers outside the node, then
+        # the most messages -- a stream listener hears from every connection, while the port the
+        # proxy opened to the next hop hears from one peer however many messages it carries
+        inb = p[p["dst_ep"].isin(members) & ~p["src_ep"].isin(members)]
+        ext = inb.groupby("dst_ep")["src_ep"].agg(["nunique", "size"])
+        ext = ext.sort_values(["nunique", "size"], ascending=False, kind="stable")
         main = str(ext.index[0]) if len(ext) else str(inside["recv"].iloc[0])
         nodes.append(Node(main, set(members), fwd))
     return sorted(nodes, key=lambda nd: (-nd.forwarded, nd.socket))
