@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SYSSTAMP := _build/.system-packages
-APT_PKGS := tshark chromium kamailio kamailio-tls-modules sip-tester bpftrace stunnel4 openssl
+APT_PKGS := tshark chromium kamailio kamailio-tls-modules kamailio-websocket-modules sip-tester bpftrace stunnel4 openssl
 JB_FLAGS := -W -n --keep-going --builder html
 
 .PHONY: book test setup system static lock clean help bench lab

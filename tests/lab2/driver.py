@@ -40,6 +40,11 @@ TOOLS = ("kamailio", "sipp", "dumpcap")
 TLS_TOOLS = ("stunnel", "openssl", "gcc")
 #: a Kamailio log line that says the proxy itself failed during a run
 FAULT = re.compile(r"\b(CRITICAL|ALERT):")
+#: a CRITICAL line that is overload, not a fault: the TCP main process found a queue of
+#: connections to hand to its workers full ("send2child(): tcp child N ... queue full, K requests
+#: queued", "send_fd_queue_add(): queue full: 128, extending to 256"); it queues them and carries
+#: on, so these are counted apart, as the overload signal they are
+QUEUE_FULL = re.compile(r"\[core/tcp_main\.c:\d+\]: \w+\(\):.*queue full")
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,24 @@ class Lab2Config:
     #: stunnel beside it (on the load CPUs) that carries its connections over TLS 1.3 to the proxy
     #: and from it (a full handshake per connection: no session resumption); the capture holds
     #: the TLS legs only, and stunnel writes their secrets to ``keys.txt`` (``keylog.c``)
+    #: "ws" and "ws-tn": SIP over WebSocket (RFC 7118) from the caller, over TCP to the callee:
+    #: Kamailio's websocket module on its TCP listener, and SIPp's TCP carried by ``wsbridge.py``
+    #: on the load CPUs; with "ws", SIPp's one connection becomes ``ws_clients`` WebSocket
+    #: connections that stay open (browser-like clients, each call on one), with "ws-tn" each call
+    #: opens its own WebSocket (HTTP upgrade included) and closes it at its end
     transport: str = "udp"
+    #: over "ws": the WebSocket connections the caller's calls are spread over
+    ws_clients: int = 100
     #: over TCP: the caller's wait for each response of the INVITE (s) before it fails the call
     setup_deadline_s: float = 2.0
     #: over TLS: the proxy certificate's key, "rsa:BITS" or "ec:CURVE" (made with openssl at start)
     tls_key: str = "rsa:2048"
+    #: over TLS: the caller's stunnel resumes its last session on each new connection (TLS 1.3
+    #: with a session ticket from the proxy: no certificate, no signature); False: a full
+    #: handshake per connection
+    tls_resume: bool = False
+    #: over TLS: the highest version the caller's stunnel offers ("TLSv1.2" or "TLSv1.3")
+    tls_version: str = "TLSv1.3"
     #: CPUs (a ``taskset -c`` list) for Kamailio, and for SIPp and dumpcap; None: not pinned
     proxy_cpus: str | None = None
     load_cpus: str | None = None
@@ -72,7 +90,11 @@ class Lab2Config:
 
     @property
     def over_tcp(self) -> bool:
-        return self.transport in ("tcp", "tcp-tn", "tls", "tls-tn")
+        return self.transport in ("tcp", "tcp-tn", "tls", "tls-tn", "ws", "ws-tn")
+
+    @property
+    def over_ws(self) -> bool:
+        return self.transport in ("ws", "ws-tn")
 
     @property
     def over_tls(self) -> bool:
@@ -90,8 +112,9 @@ class Lab2Config:
 
     @property
     def sipp_target_port(self) -> int:
-        """Where the caller SIPp sends: the proxy, or over TLS its stunnel's plain-TCP side."""
-        return self.proxy_port + 1000 if self.over_tls else self.proxy_port
+        """Where the caller SIPp sends: the proxy, or over TLS its stunnel's plain-TCP side, over
+        WebSocket its bridge."""
+        return self.proxy_port + 1000 if self.over_tls or self.over_ws else self.proxy_port
 
 
 @dataclass
@@ -110,10 +133,13 @@ class Lab2Run:
     busy: int                   #: calls the proxy answered 486 to the caller (capture)
     loadavg: float              #: 1-minute load before the run
     uac_cpu_s: float = float("nan")   #: the calling SIPp's CPU seconds (last read before it exited)
-    tunnel_cpu_s: float = float("nan")   #: over TLS: stunnel's CPU seconds over the window
+    tunnel_cpu_s: float = float("nan")   #: over TLS: stunnel's (WebSocket: the bridge's) CPU seconds over the window
     #: Kamailio's CRITICAL and ALERT log lines written during the run (a worker that crashed, a
     #: double free): a run with any is not a measurement of the proxy, and ``fault`` is the first
     proxy_faults: int = 0
+    #: Kamailio's "queue full" lines of its TCP main process during the run (``QUEUE_FULL``):
+    #: connections it could not hand to a busy worker at once
+    queue_full: int = 0
     fault: str = ""
 
     @property
@@ -127,8 +153,13 @@ class Lab2Run:
         return d
 
 
-def missing_tools(tls: bool = False) -> list[str]:
-    return [t for t in TOOLS + (TLS_TOOLS if tls else ()) if not shutil.which(t)]
+#: Kamailio's websocket module (Debian's kamailio-websocket-modules), for the "ws" transports
+WS_MODULE = Path("/usr/lib/x86_64-linux-gnu/kamailio/modules/websocket.so")
+
+
+def missing_tools(tls: bool = False, ws: bool = False) -> list[str]:
+    out = [t for t in TOOLS + (TLS_TOOLS if tls else ()) if not shutil.which(t)]
+    return out + (["kamailio-websocket-modules"] if ws and not WS_MODULE.exists() else [])
 
 
 def port_free(port: int) -> bool:
@@ -286,12 +317,17 @@ class SecondLab:
             assert f"listen=tcp:{ADDR}:{c.proxy_port}" in text and "transport=tcp" in text
         if c.over_tls:
             text = self._tls_config(text)
+        if c.over_ws:
+            text = self._ws_config(text)
         kcfg.write_text(text)
         uas = _render("uas.xml", self.out, {"BUSY_CHANCE": c.busy_chance})
         uac = _render("uac.xml", self.out, {})
         if c.over_tcp:                        # in-dialog requests must come back over TCP
             for sc in (uas, uac):
                 sc.write_text(sc.read_text().replace("[local_port]>", "[local_port];transport=tcp>"))
+            if c.over_ws:                     # the caller is a WebSocket client (RFC 7118 §5)
+                uac.write_text(uac.read_text().replace("SIP/2.0/[transport]", "SIP/2.0/WS")
+                               .replace("[local_port];transport=tcp>", "[local_port];transport=ws>"))
             # no retransmission timer runs over TCP: the caller gives up on a call that has no answer
             # within the setup deadline (each wait for a response of the INVITE), and counts it failed
             ms = int(round(1000 * c.setup_deadline_s))
@@ -299,7 +335,7 @@ class SecondLab:
             for code in ("100", "180", "486", "200"):
                 text = text.replace(f'<recv response="{code}"', f'<recv response="{code}" timeout="{ms}"', 1)
             uac.write_text(text)
-        self.tunnel = self._start_stunnel() if c.over_tls else None
+        self.tunnel = self._start_stunnel() if c.over_tls else self._start_bridge() if c.over_ws else None
         self.proxy = subprocess.Popen(
             [*_pin(c.proxy_cpus), "kamailio", "-f", str(kcfg), "-DD", "-E", "-m", "1024", "-M", "32",
              "-P", str(self.out / "kamailio.pid")],
@@ -363,7 +399,8 @@ class SecondLab:
             "foreground = yes", "pid =", f"output = {out / 'stunnel.log'}", "debug = 3",
             "socket = l:TCP_NODELAY=1", "socket = r:TCP_NODELAY=1",
             "[caller]", "client = yes", f"accept = {ADDR}:{c.sipp_target_port}", f"connect = {ADDR}:{c.proxy_port}",
-            "sessionResume = no", "verifyChain = no", "sslVersionMin = TLSv1.3",
+            f"sessionResume = {'yes' if c.tls_resume else 'no'}", "verifyChain = no",
+            f"sslVersionMin = {c.tls_version}", f"sslVersionMax = {c.tls_version}",
             "[callee]", f"accept = {ADDR}:{c.uas_port}", f"connect = {ADDR}:{c.sipp_uas_port}",
             f"cert = {out / 'cert.pem'}", f"key = {out / 'key.pem'}", ""]))
         env = dict(os.environ, LD_PRELOAD=str(shim), SSLKEYLOGFILE=str(out / "keys.txt"))
@@ -379,6 +416,43 @@ class SecondLab:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     _stop(proc)
                     raise RuntimeError(f"stunnel did not start: {(out / 'stunnel.err').read_text()[-2000:]}")
+                time.sleep(0.1)
+
+    def _ws_config(self, text: str) -> str:
+        """The TCP configuration with a WebSocket listener: the websocket module on the TCP port,
+        its HTTP upgrade answered in xhttp's event route, a WebSocket request's reply sent back on
+        its connection (``force_rport``); the callee is reached over TCP as before."""
+        text = (text.replace("tcp_children=", "tcp_accept_no_cl=yes\ntcp_children=", 1)
+                .replace('loadmodule "tm.so"', 'loadmodule "xhttp.so"\nloadmodule "websocket.so"\nloadmodule "tm.so"', 1)
+                .replace("request_route {\n", 'request_route {\n\tif ($pr == "ws") {\n\t\tforce_rport();\n\t}\n', 1))
+        text += "\n".join(['', 'modparam("websocket", "keepalive_mechanism", 0)',
+                           'event_route[xhttp:request] {',
+                           '\tif ($hdr(Upgrade) =~ "websocket" && $hdr(Connection) =~ "Upgrade" && $rm =~ "GET") {',
+                           '\t\tif (ws_handle_handshake()) {', '\t\t\texit;', '\t\t}', '\t}',
+                           '\txhttp_reply("404", "Not Found", "", "");', '}', ''])
+        assert "websocket.so" in text and "force_rport" in text and "tcp_accept_no_cl" in text
+        return text
+
+    def _start_bridge(self) -> subprocess.Popen:
+        """``wsbridge.py`` on the load CPUs: the caller's TCP (``sipp_target_port``) carried over
+        WebSocket to the proxy's port."""
+        import sys
+        c, out = self.cfg, self.out
+        clients = 1 if c.new_connection_per_call else c.ws_clients
+        proc = subprocess.Popen([*_pin(c.load_cpus), sys.executable, str(HERE / "wsbridge.py"), "--listen",
+                                 str(c.sipp_target_port), "--connect", f"{ADDR}:{c.proxy_port}", "--clients",
+                                 str(clients), "--log", str(out / "wsbridge.log")],
+                                stdout=subprocess.DEVNULL, stderr=open(out / "wsbridge.err", "w"),
+                                start_new_session=True)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                tcp_listening(c.sipp_target_port)
+                return proc
+            except RuntimeError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    _stop(proc)
+                    raise RuntimeError(f"wsbridge did not start: {(out / 'wsbridge.err').read_text()[-2000:]}")
                 time.sleep(0.1)
 
     def _sipp_transport(self, caller: bool = False) -> list[str]:
@@ -470,14 +544,17 @@ class SecondLab:
         drops = d1 - d0
         with open(self.out / "proxy.log", "rb") as f:
             f.seek(log_at)
-            faults = [ln for ln in f.read().decode(errors="replace").splitlines() if FAULT.search(ln)]
+            lines = [ln for ln in f.read().decode(errors="replace").splitlines() if FAULT.search(ln)]
+        full = [ln for ln in lines if QUEUE_FULL.search(ln)]
+        faults = [ln for ln in lines if not QUEUE_FULL.search(ln)]
         if self.proxy.poll() is not None:
             faults.append(f"kamailio exited with {self.proxy.returncode}")
         return Lab2Run(label=label, nominal_cps=rate_cps, capture=cap, rate_cps=rate, arrivals=arrivals,
                        socket_drops=drops, kernel_pdr=drops / arrivals if arrivals else float("nan"),
                        cpu_s=cpu1 - cpu0, window_s=t1 - t0, calls=calls, completed=completed, busy=busy,
                        loadavg=load1, uac_cpu_s=uac_cpu, tunnel_cpu_s=tun1 - tun0,
-                       proxy_faults=len(faults), fault=faults[0].strip()[:300] if faults else "")
+                       proxy_faults=len(faults), fault=faults[0].strip()[:300] if faults else "",
+                       queue_full=len(full))
 
 
 def _by_rate(runs: list[Lab2Run]) -> dict[float, tuple[float, float]]:

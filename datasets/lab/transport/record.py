@@ -12,6 +12,11 @@ The TLS series (``datasets/lab/tls_load``) is ``--transports tcp,tls`` (one conn
 calls) and ``--transports tcp-tn,tls-tn`` (a new connection per call): the same proxy behind a
 TLS listener, SIPp's TCP carried over TLS by stunnel on the load CPU (``tests/lab2/driver.py``),
 the captures decrypted by the report with stunnel's key log.
+The WebSocket series (``datasets/lab/ws_load``) is ``--transports tcp,ws`` (one TCP connection
+for all calls against the caller's calls spread over 100 WebSocket connections that stay open)
+and ``--transports tcp-tn,ws-tn`` (a new connection per call, a WebSocket upgrade each): the
+proxy's websocket module on its TCP listener, SIPp's TCP carried by ``tests/lab2/wsbridge.py``
+on the load CPU, the callee reached over TCP.
 
 The set-up is the second lab's (``tests/lab2``: its own Kamailio configuration with 2 workers,
 ``children`` over UDP or ``tcp_children`` over TCP, a stateful relay; its own SIPp scenarios with
@@ -57,18 +62,21 @@ RUN_COLUMNS = ("rep", "transport", "label", "offered_cps", "seconds", "sipp_star
                "sipp_failed", "sipp_failed_unexpected", "sipp_failed_timeout", "sipp_retransmissions", "kernel_drops", "kernel_pdr", "proxy_cpu_s", "window_s",
                "uac_cpu_s", "load_before", "report_rate_cps", "report_loss_kind", "report_pdr_percent",
                "report_failed_percent", "report_srd_p99_ms", "report_utilisation", "report_cpu_share", "workers",
-               "tunnel_cpu_s", "tls_key")
+               "tunnel_cpu_s", "tls_key", "tls_resume", "report_tls_full", "report_tls_resumed",
+               "report_tls_hello_p99_ms", "report_tls_late", "proxy_queue_full")
 KNEE_COLUMNS = ("rep", "transport", "loss_kind", "knee_lo_cps", "knee_hi_cps", "censored", "located", "runs",
-                "workers", "tls_key")
+                "workers", "tls_key", "tls_resume")
 
 
 def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: int = WORKERS,
-           tag: str = "", tls_key: str = "rsa:2048") -> tuple[list[dict], dict]:
+           tag: str = "", tls_key: str = "rsa:2048", tls_resume: bool = False) -> tuple[list[dict], dict]:
     """One replication of one transport with ``workers`` Kamailio workers (over TLS, a proxy
-    certificate with ``tls_key``); ``tag`` goes into the run labels (``-c4`` when several worker
-    counts are recorded, the key when several keys are)."""
+    certificate with ``tls_key``, and with ``tls_resume`` a caller that resumes its session on each
+    new connection); ``tag`` goes into the run labels (``-c4`` when several worker counts are
+    recorded, the key when several keys are, ``-res`` for resumed sessions)."""
     cfg = Lab2Config(transport=transport, proxy_port=5660, uas_port=5680, uac_port=5661, workers=workers,
-                     seconds=seconds, timeout_s=40.0, proxy_cpus="0", load_cpus="1", tls_key=tls_key)
+                     seconds=seconds, timeout_s=40.0, proxy_cpus="0", load_cpus="1", tls_key=tls_key,
+                     tls_resume=tls_resume)
     busy = [p for p in {cfg.proxy_port, cfg.uas_port, cfg.uac_port, cfg.sipp_uas_port, cfg.sipp_target_port}
             if not port_free(p)]
     if busy:
@@ -96,14 +104,18 @@ def series(rep: int, transport: str, rates, seconds: float, tmp: Path, workers: 
                          "kernel_pdr": round(r.kernel_pdr, 6) if transport == "udp" else "",
                          "proxy_cpu_s": round(r.cpu_s, 3), "window_s": round(r.window_s, 3),
                          "uac_cpu_s": round(r.uac_cpu_s, 2), "load_before": r.loadavg, "workers": workers,
-                         "tunnel_cpu_s": round(r.tunnel_cpu_s, 2) if cfg.over_tls else "",
-                         "tls_key": tls_key if cfg.over_tls else ""})
+                         "tunnel_cpu_s": round(r.tunnel_cpu_s, 2) if cfg.over_tls or cfg.over_ws else "",
+                         "tls_key": tls_key if cfg.over_tls else "",
+                         "tls_resume": ("yes" if tls_resume else "no") if cfg.over_tls else "",
+                         "proxy_queue_full": r.queue_full})
             print({k: rows[-1][k] for k in ("label", "sipp_started", "sipp_failed", "kernel_drops", "proxy_cpu_s",
                                             "uac_cpu_s")}, flush=True)
-    return rows, read_series(out, rows, rep, transport, workers, tls_key if cfg.over_tls else "")
+    return rows, read_series(out, rows, rep, transport, workers, tls_key if cfg.over_tls else "",
+                             rows[0]["tls_resume"] if rows else "")
 
 
-def read_series(out: Path, rows: list[dict], rep: int, transport: str, workers: int, tls_key: str = "") -> dict:
+def read_series(out: Path, rows: list[dict], rep: int, transport: str, workers: int, tls_key: str = "",
+                tls_resume: str = "") -> dict:
     """Give one series' captures (``out/<label>.pcapng``; over TLS with ``out/keys.txt``) to
     ``sipperf report`` as an engineer would, with the proxy's CPU seconds and the offered rate per
     run (``cpu.csv``); fill the rows' ``report_*`` columns and return the series' knee."""
@@ -128,7 +140,11 @@ def read_series(out: Path, rows: list[dict], rep: int, transport: str, workers: 
         row.update({"report_rate_cps": round(float(t["rate_cps"]), 1), "report_loss_kind": t["loss_kind"],
                     "report_pdr_percent": t["pdr_percent"], "report_failed_percent": round(float(t["failed_percent"]), 3),
                     "report_srd_p99_ms": t.get("srd_p99_ms"), "report_utilisation": round(float(t.get("utilisation", float("nan"))), 4),
-                    "report_cpu_share": round(float(t["cpu_share"]), 4)})
+                    "report_cpu_share": round(float(t["cpu_share"]), 4),
+                    "report_tls_full": _count(t.get("tls_full_handshakes")),
+                    "report_tls_resumed": _count(t.get("tls_resumed_handshakes")),
+                    "report_tls_hello_p99_ms": _ms(t.get("tls_hello_p99_ms")),
+                    "report_tls_late": _count(_sum(t.get("tls_handshakes_late"), t.get("tls_handshakes_unanswered")))})
     rj = json.loads((rep_dir / "report.json").read_text())
     if rj.get("fit_error"):
         print(f"the report's model fit failed on {transport} replication {rep}: {rj['fit_error']}", flush=True)
@@ -136,9 +152,33 @@ def read_series(out: Path, rows: list[dict], rep: int, transport: str, workers: 
     lo, hi = n.get("knee_measured_ci95") or (None, None)
     knee = {"rep": rep, "transport": transport, "loss_kind": n.get("loss_kind", ""), "knee_lo_cps": lo,
             "knee_hi_cps": hi if hi is not None else "inf", "censored": n.get("knee_measured_censored", ""),
-            "located": n.get("knee_located"), "runs": len(rows), "workers": workers, "tls_key": tls_key}
+            "located": n.get("knee_located"), "runs": len(rows), "workers": workers, "tls_key": tls_key,
+            "tls_resume": tls_resume}
     print(knee, flush=True)
     return knee
+
+
+def _count(v) -> int | str:
+    """A count from the report's table, or "" where it has none (no TLS)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return ""
+    return int(f) if f == f else ""
+
+
+def _ms(v) -> float | str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return ""
+    return round(f, 1) if f == f else ""
+
+
+def _sum(*vs):
+    """The sum of the counts that are numbers, or None if none is."""
+    got = [float(v) for v in vs if v is not None and str(v) != "" and float(v) == float(v)]
+    return sum(got) if got else None
 
 
 def reread(out: Path, keep: Path) -> None:
@@ -154,7 +194,8 @@ def reread(out: Path, keep: Path) -> None:
             raise SystemExit(f"{r['label']}: {len(found)} kept captures under {keep}")
         by_dir.setdefault(found[0].parent, []).append(r)
     knees = [read_series(d, rows, int(rows[0]["rep"]), rows[0]["transport"], int(rows[0]["workers"]),
-                         str(rows[0].get("tls_key") or "")) for d, rows in by_dir.items()]
+                         str(rows[0].get("tls_key") or ""), str(rows[0].get("tls_resume") or ""))
+             for d, rows in by_dir.items()]
     write(out, runs, knees)
 
 
@@ -173,9 +214,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=6.0, help="load per run")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--keep", type=Path, default=None, help="keep the captures and reports there")
-    ap.add_argument("--transports", default="udp,tcp")
+    ap.add_argument("--transports", default="udp,tcp",
+                    help="udp, tcp, tcp-tn, tls, tls-tn, ws, ws-tn (comma-separated)")
     ap.add_argument("--tls-keys", default="rsa:2048",
                     help="over TLS: the proxy certificate's keys (rsa:BITS, ec:CURVE), comma-separated")
+    ap.add_argument("--tls-resume", default="no",
+                    help="over TLS: no (a full handshake per connection), yes (the caller resumes its session), "
+                         "or no,yes (both, alternating)")
     ap.add_argument("--workers", default=str(WORKERS),
                     help="Kamailio worker counts (children / tcp_children), comma-separated")
     ap.add_argument("--reread", type=Path, default=None, metavar="KEEP",
@@ -185,23 +230,29 @@ def main(argv=None) -> int:
         reread(a.out, a.reread)
         return 0
     tls = any(t.startswith("tls") for t in a.transports.split(","))
-    if missing_tools(tls):
-        print(f"missing: {', '.join(missing_tools(tls))}", file=sys.stderr)
+    ws = any(t.startswith("ws") for t in a.transports.split(","))
+    if missing_tools(tls, ws):
+        print(f"missing: {', '.join(missing_tools(tls, ws))}", file=sys.stderr)
         return 2
     rates = [float(x) for x in a.rates.split(",")]
     runs, knees = [], []
     order = a.transports.split(",")
     counts = [int(x) for x in a.workers.split(",")]
     keys = a.tls_keys.split(",")
-    # every (transport, workers, key) cell once per replication, the order reversed every other one
-    cells = [(t, c, k) for t in order for c in counts for k in (keys if t.startswith("tls") else keys[:1])]
+    resumes = [x == "yes" for x in a.tls_resume.split(",")]
+    # every (transport, workers, key, resumption) cell once per replication, the order reversed
+    # every other one
+    cells = [(t, c, k, r) for t in order for c in counts for k in (keys if t.startswith("tls") else keys[:1])
+             for r in (resumes if t.startswith("tls") else [False])]
     with tempfile.TemporaryDirectory(prefix="sipperf-transport-") as tmp:
         for rep in range(1, a.reps + 1):
-            for transport, c, key in (cells if rep % 2 else cells[::-1]):
+            for transport, c, key, res in (cells if rep % 2 else cells[::-1]):
+                tls_cell = transport.startswith("tls")
                 tag = (f"-c{c}" if len(counts) > 1 else "") + (
-                    "-" + key.replace(":", "") if len(keys) > 1 and transport.startswith("tls") else "")
+                    "-" + key.replace(":", "") if len(keys) > 1 and tls_cell else "") + (
+                    "-res" if res and tls_cell else "")
                 r, k = series(rep, transport, rates, a.seconds, a.keep or Path(tmp), workers=c, tag=tag,
-                              tls_key=key)
+                              tls_key=key, tls_resume=res)
                 runs += r
                 knees.append(k)
     write(a.out, runs, knees)
