@@ -290,6 +290,22 @@ def count_capture(path: Path, port: int, uac_port: int) -> tuple[int, float, int
     return arrivals, rate, len(bye_ok), len(busy)
 
 
+def _listening_or_stop(proc: subprocess.Popen, ports, name: str, err: Path, wait_s: float = 10.0):
+    """``proc`` once a TCP socket listens on each of ``ports``; if it exits or ``wait_s`` passes
+    first, it is stopped and the error names it with the end of its ``err`` file."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            for port in ports:
+                tcp_listening(port)
+            return proc
+        except RuntimeError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop(proc)
+                raise RuntimeError(f"{name} did not start: {err.read_text()[-2000:]}")
+            time.sleep(0.1)
+
+
 def _pin(cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus] if cpus else []
 
@@ -406,17 +422,7 @@ class SecondLab:
         env = dict(os.environ, LD_PRELOAD=str(shim), SSLKEYLOGFILE=str(out / "keys.txt"))
         proc = subprocess.Popen([*_pin(c.load_cpus), "stunnel", str(conf)], env=env, stdout=subprocess.DEVNULL,
                                 stderr=open(out / "stunnel.err", "w"), start_new_session=True)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                tcp_listening(c.sipp_target_port)
-                tcp_listening(c.uas_port)
-                return proc
-            except RuntimeError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    _stop(proc)
-                    raise RuntimeError(f"stunnel did not start: {(out / 'stunnel.err').read_text()[-2000:]}")
-                time.sleep(0.1)
+        return _listening_or_stop(proc, (c.sipp_target_port, c.uas_port), "stunnel", out / "stunnel.err")
 
     def _ws_config(self, text: str) -> str:
         """The TCP configuration with a WebSocket listener: the websocket module on the TCP port,
@@ -444,16 +450,7 @@ class SecondLab:
                                  str(clients), "--log", str(out / "wsbridge.log")],
                                 stdout=subprocess.DEVNULL, stderr=open(out / "wsbridge.err", "w"),
                                 start_new_session=True)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                tcp_listening(c.sipp_target_port)
-                return proc
-            except RuntimeError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    _stop(proc)
-                    raise RuntimeError(f"wsbridge did not start: {(out / 'wsbridge.err').read_text()[-2000:]}")
-                time.sleep(0.1)
+        return _listening_or_stop(proc, (c.sipp_target_port,), "wsbridge", out / "wsbridge.err")
 
     def _sipp_transport(self, caller: bool = False) -> list[str]:
         if not self.cfg.over_tcp:
